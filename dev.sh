@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The newcomer's entry point. Both commands set up .venv on first use (Python deps from PyPI,
+# Apache Kafka broker jars from Maven Central into ~/.cache/kafka-semantics), then:
+#   ./dev.sh demo   - run the main demo against an embedded local Kafka broker
+#   ./dev.sh test   - run the whole test suite against real local brokers
+# Needs: python3 >= 3.11, java >= 17, mvn (only for the first jar download).
+set -euo pipefail
+cd "$(dirname "$0")"
+PY=.venv/bin/python
+stamp=.venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)
+
+setup() {
+  if [ ! -x "$PY" ]; then
+    echo "dev.sh: creating .venv" >&2
+    python3 -m venv .venv
+  fi
+  if [ ! -f "$stamp" ]; then
+    echo "dev.sh: installing kafka-semantics[dev,spark] into .venv (first run only)" >&2
+    "$PY" -m pip install -q --upgrade pip
+    "$PY" -m pip install -q -e '.[dev,spark]'
+    rm -f .venv/.installed-*
+    touch "$stamp"
+  fi
+  "$PY" -m sdk.testing.cluster fetch >/dev/null
+}
+
+case "${1:-}" in
+  demo) shift; setup; exec "$PY" examples/demo.py "$@" ;;
+  test) shift; setup; exec "$PY" -m pytest "$@" ;;
+  setup) setup ;;
+  *) echo "usage: ./dev.sh demo|test [args...]" >&2; exit 2 ;;
+esac

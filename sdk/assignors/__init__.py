@@ -1,0 +1,1 @@
+"""Assignors strategies and clients of kafka-semantics."""

@@ -1,0 +1,1 @@
+"""Consumer strategies and clients of kafka-semantics."""

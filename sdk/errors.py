@@ -1,0 +1,262 @@
+"""The exception tree of kafka-semantics.
+
+Every error the SDK raises derives from :class:`SdkError`, so ``except SdkError`` catches all of
+them. Errors that come from librdkafka keep the original ``KafkaError`` (see
+:class:`KafkaClientError`) and are translated in exactly one place, :func:`from_kafka_error`.
+
+::
+
+    SdkError
+    ├── ConfigurationError            bad profile or option; names the offending field
+    ├── ClosedError                   a client was used after close()
+    ├── SerializationError            a serializer/deserializer failed; keeps the record
+    ├── HandlerError                  the user's handler failed after every retry
+    ├── KafkaClientError              wraps a confluent_kafka.KafkaError (.code, .retriable, ...)
+    │   ├── KafkaTimeoutError         an operation did not finish in time (outcome unknown)
+    │   ├── BrokerUnreachableError    no broker answered
+    │   ├── UnknownTopicError         the topic or partition does not exist
+    │   ├── RecordTooLargeError       the record is over message.max.bytes / max.message.bytes
+    │   ├── AuthorizationError        the principal lacks an ACL
+    │   ├── DeliveryError             a produced record was not acknowledged; keeps the record
+    │   ├── CommitError               an offset commit failed
+    │   └── TransactionError          a transactional call failed
+    │       ├── TransactionAbortableError   abort the transaction, rewind, continue
+    │       ├── ProducerFencedError         a newer instance owns the transactional.id (fatal)
+    │       └── AmbiguousTransactionError   commit/abort outcome unknown: recreate the producer
+    └── ClusterError                  the local test-cluster harness (sdk.testing) failed
+        ├── JavaNotFoundError         no java >= 17
+        ├── MavenError                mvn missing, or broker jars could not be resolved
+        ├── PortInUseError            a listener port is taken
+        └── BrokerStartError          a broker exited or did not become ready
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "AmbiguousTransactionError",
+    "AuthorizationError",
+    "BrokerStartError",
+    "BrokerUnreachableError",
+    "ClosedError",
+    "ClusterError",
+    "CommitError",
+    "ConfigurationError",
+    "DeliveryError",
+    "HandlerError",
+    "JavaNotFoundError",
+    "KafkaClientError",
+    "KafkaTimeoutError",
+    "MavenError",
+    "PortInUseError",
+    "ProducerFencedError",
+    "RecordTooLargeError",
+    "SdkError",
+    "SerializationError",
+    "TransactionAbortableError",
+    "TransactionError",
+    "UnknownTopicError",
+    "from_kafka_error",
+]
+
+
+class SdkError(Exception):
+    """Root of every error raised by kafka-semantics."""
+
+
+class ConfigurationError(SdkError, ValueError):
+    """A profile or option is invalid or contradicts the chosen guarantee.
+
+    Attributes:
+        field: Dotted name of the offending field or librdkafka key, when one is to blame.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class ClosedError(SdkError):
+    """A client was used after ``close()``."""
+
+
+class SerializationError(SdkError):
+    """A key/value serializer or deserializer failed.
+
+    Attributes:
+        record: The record (or message) that could not be (de)serialized; nothing is lost.
+    """
+
+    def __init__(self, message: str, *, record: Any = None) -> None:
+        super().__init__(message)
+        self.record = record
+
+
+class HandlerError(SdkError):
+    """The user's handler failed on a record after every configured attempt.
+
+    Attributes:
+        record: The record the handler failed on.
+        attempts: How many times the handler ran.
+    """
+
+    def __init__(self, message: str, *, record: Any = None, attempts: int = 0) -> None:
+        super().__init__(message)
+        self.record = record
+        self.attempts = attempts
+
+
+class KafkaClientError(SdkError):
+    """An error reported by librdkafka, with the original ``KafkaError`` kept.
+
+    Attributes:
+        kafka_error: The original ``confluent_kafka.KafkaError`` (or None if there was none).
+        code: The librdkafka error code (``KafkaError.code()``), or None.
+        retriable: Whether retrying the same operation may succeed.
+        fatal: Whether the client instance is unusable and must be recreated.
+        txn_requires_abort: Whether the current transaction must be aborted.
+        record: The record concerned, if any: the caller still holds it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kafka_error: Any = None,
+        record: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.kafka_error = kafka_error
+        self.record = record
+        self.code: int | None = _call(kafka_error, "code")
+        self.retriable: bool = bool(_call(kafka_error, "retriable"))
+        self.fatal: bool = bool(_call(kafka_error, "fatal"))
+        self.txn_requires_abort: bool = bool(_call(kafka_error, "txn_requires_abort"))
+
+
+class KafkaTimeoutError(KafkaClientError):
+    """An operation did not complete in time; its outcome is unknown."""
+
+
+class BrokerUnreachableError(KafkaClientError):
+    """No broker of the bootstrap list could be reached."""
+
+
+class UnknownTopicError(KafkaClientError):
+    """The topic or partition does not exist (and was not auto-created)."""
+
+
+class RecordTooLargeError(KafkaClientError):
+    """The record exceeds the producer's or the topic's size limit."""
+
+
+class AuthorizationError(KafkaClientError):
+    """The principal is not authorized for the operation (missing ACL)."""
+
+
+class DeliveryError(KafkaClientError):
+    """A produced record was not acknowledged by the broker."""
+
+
+class CommitError(KafkaClientError):
+    """An offset commit failed."""
+
+
+class TransactionError(KafkaClientError):
+    """A transactional producer call failed."""
+
+
+class TransactionAbortableError(TransactionError):
+    """The transaction must be aborted; the producer stays usable after the abort."""
+
+
+class ProducerFencedError(TransactionError):
+    """Another producer with the same ``transactional.id`` fenced this one; it is unusable."""
+
+
+class AmbiguousTransactionError(TransactionError):
+    """A commit or abort ended without a known outcome (e.g. a timeout).
+
+    The producer must be recreated so that ``init_transactions()`` bumps the epoch and fences
+    any request of the old one still in flight.
+    """
+
+
+class ClusterError(SdkError):
+    """The local Kafka cluster harness (``sdk.testing``) failed."""
+
+
+class JavaNotFoundError(ClusterError):
+    """No Java runtime of a sufficient version was found."""
+
+
+class MavenError(ClusterError):
+    """Maven is missing or could not resolve the broker jars."""
+
+
+class PortInUseError(ClusterError):
+    """A port the cluster needs is already bound by another process."""
+
+
+class BrokerStartError(ClusterError):
+    """A broker process exited during start or did not become ready in time."""
+
+
+def _call(obj: Any, name: str) -> Any:
+    method = getattr(obj, name, None)
+    return method() if callable(method) else None
+
+
+def from_kafka_error(
+    kafka_error: Any,
+    *,
+    context: str,
+    record: Any = None,
+    transactional: bool = False,
+) -> KafkaClientError:
+    """Translate a ``confluent_kafka.KafkaError`` into the SDK's tree (the one boundary).
+
+    Args:
+        kafka_error: The ``KafkaError`` (e.g. ``exc.args[0]`` of a ``KafkaException``).
+        context: What the SDK was doing, e.g. ``"commit_transaction"``; starts the message.
+        record: The record concerned, kept on the error so the caller still holds it.
+        transactional: Whether the error came from a transactional call.
+
+    Returns:
+        The most specific :class:`KafkaClientError` subclass for the error.
+    """
+    from confluent_kafka import KafkaError
+
+    code = _call(kafka_error, "code")
+    text = _call(kafka_error, "str") or str(kafka_error)
+    name = _call(kafka_error, "name") or str(code)
+    message = f"{context}: {text} ({name})"
+    cls: type[KafkaClientError] = KafkaClientError
+    if code in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH):
+        cls = ProducerFencedError
+    elif transactional and _call(kafka_error, "txn_requires_abort"):
+        cls = TransactionAbortableError
+    elif code in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError._MSG_TIMED_OUT):
+        cls = AmbiguousTransactionError if transactional else KafkaTimeoutError
+    elif code in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT, KafkaError._RESOLVE):
+        cls = BrokerUnreachableError
+    elif code in (
+        KafkaError._UNKNOWN_TOPIC,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError._UNKNOWN_PARTITION,
+    ):
+        cls = UnknownTopicError
+    elif code in (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.INVALID_MSG_SIZE):
+        cls = RecordTooLargeError
+    elif code in (
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.GROUP_AUTHORIZATION_FAILED,
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+        KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        KafkaError.SASL_AUTHENTICATION_FAILED,
+    ):
+        cls = AuthorizationError
+    elif transactional:
+        cls = TransactionError
+    return cls(message, kafka_error=kafka_error, record=record)

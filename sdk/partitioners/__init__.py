@@ -1,0 +1,1 @@
+"""Partitioners strategies and clients of kafka-semantics."""

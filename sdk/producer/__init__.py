@@ -1,0 +1,1 @@
+"""Producer strategies and clients of kafka-semantics."""

@@ -1,0 +1,76 @@
+"""Small admin helpers for tests and demos: create topics and wait until they are usable."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+from sdk.errors import ClusterError
+
+__all__ = ["create_topic", "delete_topic"]
+
+
+def create_topic(
+    bootstrap_servers: str,
+    name: str,
+    partitions: int = 1,
+    *,
+    replication_factor: int = -1,
+    config: Mapping[str, str] | None = None,
+    timeout: float = 60.0,
+) -> str:
+    """Create a topic and wait until every partition has a leader.
+
+    Args:
+        bootstrap_servers: The cluster.
+        name: Topic name.
+        partitions: Partition count.
+        replication_factor: Replicas per partition; -1 uses the broker default.
+        config: Topic configs, e.g. ``{"min.insync.replicas": "2"}``.
+        timeout: Seconds to wait.
+
+    Returns:
+        The topic name.
+
+    Raises:
+        ClusterError: Creation failed or the partitions got no leaders in time.
+    """
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    new = NewTopic(
+        name,
+        num_partitions=partitions,
+        replication_factor=replication_factor,
+        config=dict(config or {}),
+    )
+    try:
+        admin.create_topics([new], operation_timeout=timeout)[name].result(timeout)
+    except KafkaException as exc:
+        raise ClusterError(f"could not create topic {name!r}: {exc.args[0]}") from exc
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        meta = admin.list_topics(topic=name, timeout=5).topics.get(name)
+        if (
+            meta is not None
+            and meta.error is None
+            and len(meta.partitions) == partitions
+            and all(p.leader >= 0 for p in meta.partitions.values())
+        ):
+            return name
+        time.sleep(0.1)
+    raise ClusterError(f"topic {name!r} has partitions without a leader after {timeout:.0f}s")
+
+
+def delete_topic(bootstrap_servers: str, name: str, timeout: float = 30.0) -> None:
+    """Delete a topic (errors are raised as :class:`~sdk.errors.ClusterError`)."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    try:
+        admin.delete_topics([name], operation_timeout=timeout)[name].result(timeout)
+    except KafkaException as exc:
+        raise ClusterError(f"could not delete topic {name!r}: {exc.args[0]}") from exc

@@ -1,0 +1,630 @@
+"""A real Apache Kafka (KRaft) cluster of 1 or 3 nodes on 127.0.0.1, run as subprocesses.
+
+Every node is a combined broker+controller JVM started from the Maven-resolved jars
+(:mod:`sdk.testing.jars`). The cluster supports fault injection: ``kill`` (SIGKILL), ``stop``
+(clean SIGTERM), ``pause``/``resume`` (SIGSTOP/SIGCONT), ``restart`` and ``leader_of``.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from sdk.errors import BrokerStartError, ClusterError, PortInUseError
+from sdk.testing.jars import DEFAULT_KAFKA_VERSION, BrokerJars, resolve_broker_jars
+from sdk.testing.tools import find_java
+
+__all__ = ["LocalCluster", "NodeState"]
+
+_STARTED = "Kafka Server started"
+_PORT_CLASH = ("Address already in use", "BindException")
+
+
+class NodeState(Enum):
+    """Life-cycle state of one broker process."""
+
+    NEW = "new"
+    RUNNING = "running"
+    PAUSED = "paused"
+    STOPPED = "stopped"
+
+
+@dataclass
+class _Node:
+    node_id: int
+    port: int
+    controller_port: int
+    directory: Path
+    state: NodeState = NodeState.NEW
+    pid: int | None = None
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def log_path(self) -> Path:
+        return self.directory / "server.log"
+
+    @property
+    def config_path(self) -> Path:
+        return self.directory / "server.properties"
+
+    def alive(self) -> bool:
+        if self.process is not None:
+            return self.process.poll() is None
+        if self.pid is None:
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        # a zombie (reaped by nobody) is not alive
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{self.pid}/stat").read_text().split()[2] == "Z":
+                return False
+        return True
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log written)"
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def _check_port_free(port: int) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise PortInUseError(
+                f"Port {port} on 127.0.0.1 is already in use, so a broker cannot listen on it. "
+                "Stop whatever holds it (see 'ss -ltnp'), pick other ports, or pass no ports and "
+                "let the cluster choose free ones."
+            ) from exc
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+class LocalCluster:
+    """A KRaft cluster of 1 or 3 combined broker+controller nodes on 127.0.0.1.
+
+    Example::
+
+        with LocalCluster(nodes=3) as cluster:
+            print(cluster.bootstrap_servers)
+            cluster.kill(cluster.leader_of("orders", 0))
+
+    Args:
+        nodes: 1 or 3.
+        kafka_version: Apache Kafka version to resolve from Maven Central.
+        workdir: Where node data and logs go; default a fresh temporary directory that
+            ``close()`` removes.
+        ports: Broker listener ports, one per node; default free ports chosen at start.
+        broker_config: Extra ``server.properties`` entries for every node (win over defaults).
+        heap: JVM ``-Xmx`` for each node.
+        start_timeout: Seconds to wait for the cluster to become ready.
+        die_with_parent: Kill the brokers if the Python process that started them dies.
+        java: Path of ``java`` (default: found by :func:`sdk.testing.tools.find_java`).
+        mvn: Path of ``mvn`` for the first jar resolution.
+        cache_dir: Jar cache root (default :func:`sdk.testing.tools.cache_root`).
+        progress: Receives progress lines (default: stderr).
+    """
+
+    def __init__(
+        self,
+        nodes: int = 1,
+        *,
+        kafka_version: str = DEFAULT_KAFKA_VERSION,
+        workdir: Path | str | None = None,
+        ports: list[int] | None = None,
+        broker_config: Mapping[str, Any] | None = None,
+        heap: str = "1g",
+        start_timeout: float = 120.0,
+        die_with_parent: bool = True,
+        java: str | None = None,
+        mvn: str | None = None,
+        cache_dir: Path | None = None,
+        progress: Callable[[str], None] = _progress,
+    ) -> None:
+        if nodes not in (1, 3):
+            raise ClusterError(f"nodes must be 1 or 3, got {nodes}")
+        if ports is not None and len(ports) != nodes:
+            raise ClusterError(f"ports must list one port per node ({nodes}), got {ports}")
+        self.size = nodes
+        self.kafka_version = kafka_version
+        self._owns_workdir = workdir is None
+        self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="kafka-sem-"))
+        self._ports = ports
+        self._broker_config = dict(broker_config or {})
+        self._heap = heap
+        self._start_timeout = start_timeout
+        self._die_with_parent = die_with_parent
+        self._java_arg = java
+        self._mvn = mvn
+        self._cache_dir = cache_dir
+        self._progress = progress
+        self._nodes: dict[int, _Node] = {}
+        self._java = ""
+        self.jars: BrokerJars | None = None
+        self.cluster_id = ""
+        self.start_seconds: float | None = None
+
+    # ------------------------------------------------------------------ life cycle
+    def __enter__(self) -> LocalCluster:
+        if not self._nodes:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> LocalCluster:
+        """Resolve jars, format storage, start every node and wait until all are ready.
+
+        Returns:
+            The cluster itself.
+
+        Raises:
+            JavaNotFoundError: No Java 17+.
+            MavenError: The jars could not be resolved.
+            PortInUseError: A requested port is taken (or free ports kept clashing).
+            BrokerStartError: A node exited during start or was not ready in time.
+        """
+        started = time.monotonic()
+        self._java = find_java(self._java_arg)
+        self.jars = resolve_broker_jars(
+            self.kafka_version, cache_dir=self._cache_dir, mvn=self._mvn, progress=self._progress
+        )
+        attempts = 1 if self._ports else 3
+        for attempt in range(1, attempts + 1):
+            try:
+                self._start_once()
+                break
+            except PortInUseError:
+                self._terminate_all(grace=5.0)
+                if attempt == attempts:
+                    raise
+                self._progress("kafka-semantics: a chosen port was taken meanwhile; retrying")
+            except BaseException:
+                self._terminate_all(grace=5.0)
+                raise
+        self.start_seconds = time.monotonic() - started
+        self._save_state()
+        self._progress(
+            f"kafka-semantics: {self.size}-node Kafka {self.kafka_version} cluster ready at "
+            f"{self.bootstrap_servers} in {self.start_seconds:.1f}s"
+        )
+        return self
+
+    def _start_once(self) -> None:
+        ports = self._ports or _free_ports(self.size)
+        for port in ports:
+            _check_port_free(port)
+        controller_ports = _free_ports(self.size)
+        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        self._nodes = {}
+        for index in range(self.size):
+            node_id = index + 1
+            directory = self.workdir / f"node-{node_id}"
+            if directory.exists():
+                shutil.rmtree(directory)
+            directory.mkdir(parents=True)
+            self._nodes[node_id] = _Node(node_id, ports[index], controller_ports[index], directory)
+        voters = ",".join(
+            f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self._nodes.values()
+        )
+        for node in self._nodes.values():
+            node.config_path.write_text(self._render_config(node, voters))
+        self._format_storage()
+        for node in self._nodes.values():
+            self._launch(node)
+        self._wait_ready(list(self._nodes.values()), log_offsets={})
+
+    def _render_config(self, node: _Node, voters: str) -> str:
+        replication = 1 if self.size == 1 else 3
+        min_isr = 1 if self.size == 1 else 2
+        config: dict[str, Any] = {
+            "process.roles": "broker,controller",
+            "node.id": node.node_id,
+            "controller.quorum.voters": voters,
+            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:"
+            f"{node.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(node.directory / "data"),
+            "num.partitions": 1,
+            "default.replication.factor": replication,
+            "min.insync.replicas": min_isr,
+            "offsets.topic.replication.factor": replication,
+            "offsets.topic.num.partitions": 10,
+            "transaction.state.log.replication.factor": replication,
+            "transaction.state.log.min.isr": min_isr,
+            "transaction.state.log.num.partitions": 10,
+            "group.initial.rebalance.delay.ms": 0,
+            "auto.create.topics.enable": "false",
+            "unclean.leader.election.enable": "false",
+            "share.coordinator.state.topic.replication.factor": replication,
+            "share.coordinator.state.topic.min.isr": min_isr,
+        }
+        config.update(self._broker_config)
+        return "".join(f"{key}={value}\n" for key, value in config.items())
+
+    def _java_cmd(self, main_class: str, *args: str, heap: str | None = None) -> list[str]:
+        assert self.jars is not None
+        cmd = [self._java]
+        if heap:
+            cmd += [f"-Xmx{heap}", "-Xms128m", "-XX:+UseG1GC"]
+        return [
+            *cmd,
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={self.jars.log4j_config}",
+            "-cp",
+            self.jars.classpath,
+            main_class,
+            *args,
+        ]
+
+    def _format_storage(self) -> None:
+        procs = [
+            (
+                node,
+                subprocess.Popen(
+                    self._java_cmd(
+                        "kafka.tools.StorageTool",
+                        "format",
+                        "-t",
+                        self.cluster_id,
+                        "-c",
+                        str(node.config_path),
+                    ),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                ),
+            )
+            for node in self._nodes.values()
+        ]
+        for node, proc in procs:
+            out, _ = proc.communicate(timeout=120)
+            if proc.returncode != 0:
+                raise BrokerStartError(
+                    f"Formatting the storage of node {node.node_id} failed (exit "
+                    f"{proc.returncode}). Check that {node.directory} is writable and that the "
+                    f"broker_config overrides are valid. Output:\n{out.decode(errors='replace')}"
+                )
+
+    def _launch(self, node: _Node) -> None:
+        with open(node.log_path, "ab") as log:
+            node.process = subprocess.Popen(
+                self._java_cmd("kafka.Kafka", str(node.config_path), heap=self._heap),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=_die_with_parent if self._die_with_parent else None,
+            )
+        node.pid = node.process.pid
+        node.state = NodeState.RUNNING
+
+    def _wait_ready(self, nodes: list[_Node], log_offsets: dict[int, int]) -> None:
+        deadline = time.monotonic() + self._start_timeout
+        pending = {node.node_id: node for node in nodes}
+        while pending:
+            for node_id, node in list(pending.items()):
+                try:
+                    with open(node.log_path, "rb") as f:
+                        f.seek(log_offsets.get(node_id, 0))
+                        text = f.read().decode(errors="replace")
+                except OSError:
+                    text = ""
+                if any(marker in text for marker in _PORT_CLASH):
+                    raise PortInUseError(
+                        f"Node {node_id} could not bind its ports ({node.port}, "
+                        f"{node.controller_port}): another process took them. Pick other ports "
+                        f"or let the cluster choose free ones. Log tail:\n{node.log_tail()}"
+                    )
+                if _STARTED in text:
+                    del pending[node_id]
+                elif not node.alive():
+                    node.state = NodeState.STOPPED
+                    raise BrokerStartError(
+                        f"Kafka node {node_id} exited during start (exit code "
+                        f"{node.process.returncode if node.process else '?'}). Its log says why; "
+                        f"common causes are bad broker_config entries, a full disk or too little "
+                        f"memory for -Xmx{self._heap}. Last lines of {node.log_path}:\n"
+                        f"{node.log_tail()}"
+                    )
+            if pending and time.monotonic() > deadline:
+                tails = "\n".join(
+                    f"--- node {n.node_id}:\n{n.log_tail(15)}" for n in pending.values()
+                )
+                raise BrokerStartError(
+                    f"Kafka node(s) {sorted(pending)} did not log '{_STARTED}' within "
+                    f"{self._start_timeout:.0f}s. The machine may be overloaded (raise "
+                    f"start_timeout) or the node is stuck; log tails:\n{tails}"
+                )
+            if pending:
+                time.sleep(0.2)
+        self._wait_metadata(deadline)
+
+    def _wait_metadata(self, deadline: float) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        expected = {n.node_id for n in self._nodes.values() if n.state is NodeState.RUNNING}
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        seen: set[int] = set()
+        while time.monotonic() < deadline:
+            try:
+                seen = set(admin.list_topics(timeout=5).brokers)
+            except Exception:
+                seen = set()
+            if expected <= seen:
+                return
+            time.sleep(0.3)
+        raise BrokerStartError(
+            f"The cluster's metadata lists brokers {sorted(seen)}, expected {sorted(expected)} "
+            f"within {self._start_timeout:.0f}s."
+        )
+
+    def close(self, grace: float = 15.0) -> None:
+        """Stop every node (SIGTERM, then SIGKILL of its process group) and clean up.
+
+        Args:
+            grace: Seconds a node gets to shut down cleanly before it is killed.
+        """
+        self._terminate_all(grace)
+        if self._owns_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        else:
+            self._state_path.unlink(missing_ok=True)
+
+    def _terminate_all(self, grace: float) -> None:
+        live = [n for n in self._nodes.values() if n.alive()]
+        for node in live:
+            self._signal(node, signal.SIGCONT)
+            self._signal(node, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        for node in live:
+            if not self._wait_exit(node, max(0.0, deadline - time.monotonic())):
+                self._signal(node, signal.SIGKILL)
+                self._wait_exit(node, 10.0)
+            node.state = NodeState.STOPPED
+
+    # ------------------------------------------------------------------ fault injection
+    @property
+    def node_ids(self) -> list[int]:
+        """The node ids (1..size)."""
+        return sorted(self._nodes)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Comma-separated ``host:port`` of every node's client listener."""
+        return ",".join(f"127.0.0.1:{n.port}" for n in self._nodes.values())
+
+    def port_of(self, node_id: int) -> int:
+        """Return the client listener port of a node."""
+        return self._node(node_id).port
+
+    def state_of(self, node_id: int) -> NodeState:
+        """Return the state of a node (STOPPED if its process has died)."""
+        node = self._node(node_id)
+        if node.state in (NodeState.RUNNING, NodeState.PAUSED) and not node.alive():
+            node.state = NodeState.STOPPED
+        return node.state
+
+    def pids(self) -> dict[int, int | None]:
+        """Return each node's process id (None if never started)."""
+        return {n.node_id: n.pid for n in self._nodes.values()}
+
+    def kill(self, node_id: int) -> None:
+        """SIGKILL a node's process group (a crash: no controlled shutdown, no flush)."""
+        node = self._node(node_id)
+        self._signal(node, signal.SIGKILL)
+        self._wait_exit(node, 30.0)
+        node.state = NodeState.STOPPED
+
+    def stop(self, node_id: int, timeout: float = 60.0) -> None:
+        """Stop a node cleanly (SIGTERM: controlled shutdown), SIGKILL after ``timeout``."""
+        node = self._node(node_id)
+        self._signal(node, signal.SIGCONT)
+        self._signal(node, signal.SIGTERM)
+        if not self._wait_exit(node, timeout):
+            self._signal(node, signal.SIGKILL)
+            self._wait_exit(node, 10.0)
+        node.state = NodeState.STOPPED
+
+    def pause(self, node_id: int) -> None:
+        """Freeze a node with SIGSTOP (it keeps its sockets but answers nothing)."""
+        node = self._node(node_id)
+        self._signal(node, signal.SIGSTOP)
+        node.state = NodeState.PAUSED
+
+    def resume(self, node_id: int) -> None:
+        """Unfreeze a paused node with SIGCONT."""
+        node = self._node(node_id)
+        self._signal(node, signal.SIGCONT)
+        node.state = NodeState.RUNNING
+
+    def restart(self, node_id: int) -> None:
+        """Start a node again on its old ports and data (stopping it cleanly first if running).
+
+        Raises:
+            BrokerStartError: It did not become ready again.
+        """
+        node = self._node(node_id)
+        if node.alive():
+            self.stop(node_id)
+        offset = node.log_path.stat().st_size if node.log_path.exists() else 0
+        self._launch(node)
+        self._wait_ready([node], log_offsets={node_id: offset})
+        self._save_state()
+
+    def leader_of(
+        self, topic: str, partition: int = 0, timeout: float = 10.0, *, exclude: int | None = None
+    ) -> int:
+        """Return the node id currently leading ``topic``/``partition``.
+
+        Args:
+            topic: Topic name.
+            partition: Partition number.
+            timeout: Seconds to wait for a (new) leader.
+            exclude: Wait until the leader is not this node (e.g. one just killed: metadata
+                names it until the controller notices, ``broker.session.timeout.ms``).
+
+        Raises:
+            ClusterError: The partition has no leader (or the topic is unknown) within timeout.
+        """
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        deadline = time.monotonic() + timeout
+        while True:
+            with contextlib.suppress(Exception):
+                meta = admin.list_topics(topic=topic, timeout=5).topics[topic]
+                leader = meta.partitions[partition].leader
+                if meta.error is None and leader >= 0 and leader != exclude:
+                    return int(leader)
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{topic}[{partition}] has no leader after {timeout:.0f}s")
+            time.sleep(0.2)
+
+    def java_tool(self, main_class: str, *args: str, timeout: float = 120.0) -> str:
+        """Run a Kafka tool class (e.g. the console consumer) from the broker jars.
+
+        Returns:
+            Its standard output.
+
+        Raises:
+            ClusterError: It exited non-zero.
+        """
+        proc = subprocess.run(
+            self._java_cmd(main_class, *args), capture_output=True, timeout=timeout, check=False
+        )
+        if proc.returncode != 0:
+            raise ClusterError(
+                f"{main_class} exited {proc.returncode}: {proc.stderr.decode(errors='replace')}"
+            )
+        return proc.stdout.decode(errors="replace")
+
+    def _node(self, node_id: int) -> _Node:
+        try:
+            return self._nodes[node_id]
+        except KeyError:
+            raise ClusterError(f"no node {node_id}; nodes are {self.node_ids}") from None
+
+    @staticmethod
+    def _signal(node: _Node, sig: signal.Signals) -> None:
+        if node.pid is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(node.pid, sig)
+
+    @staticmethod
+    def _wait_exit(node: _Node, timeout: float) -> bool:
+        if node.process is not None:
+            try:
+                node.process.wait(timeout=timeout)
+                return True
+            except subprocess.TimeoutExpired:
+                return False
+        deadline = time.monotonic() + timeout
+        while node.alive():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True
+
+    # ------------------------------------------------------------------ CLI state
+    @property
+    def _state_path(self) -> Path:
+        return self.workdir / "state.json"
+
+    def _save_state(self) -> None:
+        state = {
+            "kafka_version": self.kafka_version,
+            "cluster_id": self.cluster_id,
+            "java": self._java,
+            "nodes": [
+                {
+                    "node_id": n.node_id,
+                    "port": n.port,
+                    "controller_port": n.controller_port,
+                    "directory": str(n.directory),
+                    "pid": n.pid,
+                }
+                for n in self._nodes.values()
+            ],
+        }
+        self._state_path.write_text(json.dumps(state, indent=2))
+
+    @classmethod
+    def attach(cls, workdir: Path | str) -> LocalCluster:
+        """Re-open a cluster started by another process (``python -m sdk.testing.cluster up``).
+
+        Raises:
+            ClusterError: No cluster state is recorded in ``workdir``.
+        """
+        path = Path(workdir) / "state.json"
+        try:
+            state = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise ClusterError(f"no running cluster recorded in {workdir}") from exc
+        cluster = cls(
+            len(state["nodes"]),
+            kafka_version=state["kafka_version"],
+            workdir=workdir,
+            die_with_parent=False,
+        )
+        cluster.cluster_id = state["cluster_id"]
+        cluster._java = state["java"]
+        cluster.jars = resolve_broker_jars(state["kafka_version"])
+        for item in state["nodes"]:
+            node = _Node(
+                item["node_id"], item["port"], item["controller_port"], Path(item["directory"])
+            )
+            node.pid = item["pid"]
+            node.state = NodeState.RUNNING if node.alive() else NodeState.STOPPED
+            cluster._nodes[node.node_id] = node
+        return cluster
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.node_ids)
+
+    def __repr__(self) -> str:
+        return f"LocalCluster(nodes={self.size}, bootstrap_servers={self.bootstrap_servers!r})"

@@ -1,0 +1,81 @@
+"""pytest plugin (auto-registered via the ``pytest11`` entry point) with Kafka fixtures.
+
+Fixtures:
+    kafka_cluster: session-scoped 1-node cluster (see :func:`sdk.testing.backends.open_cluster`).
+    kafka_cluster3: session-scoped 3-node cluster (replication 3, min.insync.replicas 2).
+    make_topic: factory ``make_topic(partitions=1, *, cluster=None, replication_factor=-1,
+        config=None) -> name`` creating a uuid-named topic (on ``kafka_cluster`` by default).
+    make_group: factory ``make_group(prefix="g") -> name`` returning a uuid-named group id.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from sdk.testing.admin import create_topic
+from sdk.testing.backends import KafkaBackend, open_cluster
+from sdk.testing.cluster import LocalCluster
+
+__all__ = ["kafka_cluster", "kafka_cluster3", "make_group", "make_topic", "require_local"]
+
+
+def require_local(cluster: KafkaBackend) -> LocalCluster:
+    """Skip the test unless ``cluster`` is a :class:`LocalCluster` (fault injection needs it)."""
+    if not isinstance(cluster, LocalCluster):
+        pytest.skip(f"fault injection needs a LocalCluster, not {cluster!r}")
+    return cluster
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster() -> Iterator[KafkaBackend]:
+    """A 1-node Kafka cluster shared by the whole test session."""
+    cluster = open_cluster(1)
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster3() -> Iterator[KafkaBackend]:
+    """A 3-node Kafka cluster shared by the whole test session."""
+    cluster = open_cluster(3)
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture
+def make_topic(request: pytest.FixtureRequest) -> Callable[..., str]:
+    """Factory creating uuid-named topics; the 1-node cluster is started only if used."""
+
+    def factory(
+        partitions: int = 1,
+        *,
+        cluster: KafkaBackend | None = None,
+        replication_factor: int = -1,
+        config: Mapping[str, str] | None = None,
+        prefix: str = "t",
+    ) -> str:
+        target: Any = cluster or request.getfixturevalue("kafka_cluster")
+        name = f"{prefix}-{uuid.uuid4().hex[:12]}"
+        return create_topic(
+            target.bootstrap_servers,
+            name,
+            partitions,
+            replication_factor=replication_factor,
+            config=config,
+        )
+
+    return factory
+
+
+@pytest.fixture
+def make_group() -> Callable[..., str]:
+    """Factory returning uuid-named consumer group ids."""
+
+    def factory(prefix: str = "g") -> str:
+        return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+    return factory

@@ -1,0 +1,1 @@
+"""Shared test configuration: fixtures come from the sdk.testing pytest plugin (entry point)."""
