@@ -65,7 +65,7 @@ class SdkError(Exception):
     """Root of every error raised by kafka-semantics."""
 
 
-class ConfigurationError(SdkError, ValueError):
+class ConfigurationError(SdkError):
     """A profile or option is invalid or contradicts the chosen guarantee.
 
     Attributes:

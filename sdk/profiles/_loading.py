@@ -1,0 +1,220 @@
+"""Loading named profiles from a dict, a YAML file or the environment.
+
+A profile file looks like::
+
+    defaults:                      # merged into every profile
+      bootstrap_servers: 127.0.0.1:9092
+    profiles:
+      orders:
+        guarantee: exactly_once
+        group_id: orders-service   # shared keys go to each side that has such a field
+        transactional_id_prefix: orders-
+        producer: {linger_ms: 10}  # side-specific keys
+        consumer: {batch_size: 100}
+        processing: {commit_interval_ms: 100}
+      metrics: at_most_once        # shorthand: just the guarantee
+
+Environment: ``KSEM_PROFILE_FILE`` names a file; ``KSEM_BOOTSTRAP_SERVERS`` overrides
+``defaults.bootstrap_servers``; ``KSEM_PROFILES__ORDERS__GUARANTEE=exactly_once`` (any nested key,
+``__`` between levels) adds or overrides profile entries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from sdk.errors import ConfigurationError
+from sdk.profiles._base import ProfileModel
+from sdk.profiles._common import Guarantee, parse_guarantee
+from sdk.profiles._consumer import ConsumerProfile
+from sdk.profiles._processing import ProcessingProfile
+from sdk.profiles._producer import ProducerProfile
+
+__all__ = ["ProfileSet", "load_profiles"]
+
+_M = TypeVar("_M", bound=ProfileModel)
+
+_SIDES = ("producer", "consumer", "processing")
+
+
+class _EnvProfiles(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="KSEM_", env_nested_delimiter="__", extra="ignore", case_sensitive=False
+    )
+    profile_file: str | None = None
+    bootstrap_servers: str | None = None
+    profiles: dict[str, Any] = {}
+
+
+def _side(model: type[ProducerProfile | ConsumerProfile], raw: Mapping[str, Any]) -> dict[str, Any]:
+    shared = {
+        k: v
+        for k, v in raw.items()
+        if k in model.model_fields and k not in _SIDES and k != "extras"
+    }
+    return shared
+
+
+class ProfileSet:
+    """Named profiles, each turned into producer/consumer/processing profiles on demand."""
+
+    def __init__(self, profiles: Mapping[str, Any], defaults: Mapping[str, Any] | None = None):
+        self._defaults = dict(defaults or {})
+        self._raw: dict[str, dict[str, Any]] = {}
+        for name, entry in profiles.items():
+            if isinstance(entry, str | Guarantee):
+                entry = {"guarantee": entry}
+            if not isinstance(entry, Mapping):
+                raise ConfigurationError(
+                    f"profiles.{name}: expected a guarantee name or a mapping, got "
+                    f"{type(entry).__name__}",
+                    field=f"profiles.{name}",
+                )
+            self._raw[str(name)] = {**self._defaults, **entry}
+        for name in self._raw:  # fail at load time, not on first use
+            self._entry(name)
+
+    @property
+    def names(self) -> list[str]:
+        """The profile names, sorted."""
+        return sorted(self._raw)
+
+    def _entry(self, name: str) -> dict[str, Any]:
+        if name not in self._raw:
+            raise ConfigurationError(
+                f"profile {name!r} is not defined; defined: {', '.join(self.names) or 'none'}",
+                field="profiles",
+            )
+        raw = self._raw[name]
+        if "guarantee" not in raw:
+            raise ConfigurationError(
+                f"profiles.{name}.guarantee: every profile needs a guarantee",
+                field=f"profiles.{name}.guarantee",
+            )
+        try:
+            raw["guarantee"] = parse_guarantee(raw["guarantee"])
+        except ConfigurationError as exc:
+            raise ConfigurationError(
+                f"profiles.{name}.{exc}", field=f"profiles.{name}.guarantee"
+            ) from None
+        unknown = (
+            set(raw)
+            - set(ProducerProfile.model_fields)
+            - set(ConsumerProfile.model_fields)
+            - set(ProcessingProfile.model_fields)
+            - set(_SIDES)
+        )
+        if unknown:
+            raise ConfigurationError(
+                f"profiles.{name}: unknown key(s) {sorted(unknown)}",
+                field=f"profiles.{name}.{sorted(unknown)[0]}",
+            )
+        return raw
+
+    def producer(self, name: str, **overrides: Any) -> ProducerProfile:
+        """Build the producer profile of ``name`` (keyword overrides win).
+
+        Raises:
+            ConfigurationError: Unknown name or invalid settings (the field is named).
+        """
+        raw = self._entry(name)
+        data = {**_side(ProducerProfile, raw), **raw.get("producer", {}), **overrides}
+        return self._build(ProducerProfile, data, name, "producer")
+
+    def consumer(self, name: str, **overrides: Any) -> ConsumerProfile:
+        """Build the consumer profile of ``name`` (keyword overrides win).
+
+        Raises:
+            ConfigurationError: Unknown name or invalid settings (the field is named).
+        """
+        raw = self._entry(name)
+        data = {**_side(ConsumerProfile, raw), **raw.get("consumer", {}), **overrides}
+        return self._build(ConsumerProfile, data, name, "consumer")
+
+    def processing(self, name: str, **overrides: Any) -> ProcessingProfile:
+        """Build the processing profile of ``name``.
+
+        Raises:
+            ConfigurationError: Unknown name or invalid settings (the field is named).
+        """
+        raw = self._entry(name)
+        data = {
+            "guarantee": raw["guarantee"],
+            "producer": self.producer(name),
+            "consumer": self.consumer(name),
+            **raw.get("processing", {}),
+            **overrides,
+        }
+        return self._build(ProcessingProfile, data, name, "processing")
+
+    def guarantee(self, name: str) -> Guarantee:
+        """Return the guarantee of profile ``name``."""
+        return Guarantee(self._entry(name)["guarantee"])
+
+    @staticmethod
+    def _build(model: type[_M], data: dict[str, Any], name: str, side: str) -> _M:
+        try:
+            return model(**data)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"profile {name!r} ({side}): {exc}", field=exc.field) from None
+
+
+def load_profiles(source: str | Path | Mapping[str, Any] | None = None) -> ProfileSet:
+    """Load named profiles from a mapping, a YAML file, or (``None``) the environment.
+
+    Args:
+        source: A mapping with ``profiles`` (and optional ``defaults``), a YAML file path, or
+            None to read ``KSEM_*`` environment variables (see the module docstring).
+
+    Returns:
+        The :class:`ProfileSet`.
+
+    Raises:
+        ConfigurationError: The file is missing or malformed, or a profile is invalid.
+    """
+    if source is None:
+        env = _EnvProfiles()
+        data: dict[str, Any] = _read_yaml(Path(env.profile_file)) if env.profile_file else {}
+        defaults = dict(data.get("defaults") or {})
+        if env.bootstrap_servers:
+            defaults["bootstrap_servers"] = env.bootstrap_servers
+        profiles = dict(data.get("profiles") or {})
+        for name, entry in env.profiles.items():
+            base = profiles.get(name, {})
+            base = {"guarantee": base} if isinstance(base, str) else dict(base)
+            profiles[name] = {
+                **base,
+                **(entry if isinstance(entry, dict) else {"guarantee": entry}),
+            }
+        return ProfileSet(profiles, defaults)
+    data = _read_yaml(Path(source)) if isinstance(source, str | Path) else dict(source)
+    unknown = set(data) - {"defaults", "profiles"}
+    if unknown:
+        raise ConfigurationError(
+            f"unknown top-level key(s) {sorted(unknown)}; expected 'defaults' and 'profiles'",
+            field=sorted(unknown)[0],
+        )
+    return ProfileSet(data.get("profiles") or {}, data.get("defaults") or {})
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read profile file {path}: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigurationError(f"profile file {path} is not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigurationError(
+            f"profile file {path} must hold a mapping with 'profiles', got {type(data).__name__}"
+        )
+    return data
