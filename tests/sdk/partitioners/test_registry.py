@@ -1,0 +1,169 @@
+"""Registry, resolver and real entry-point discovery (a dist-info written onto sys.path)."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sdk.errors import ConfigurationError
+from sdk.partitioners import (
+    ENTRY_POINT_GROUP,
+    MURMUR2,
+    FunctionPartitioner,
+    KeyModPartitioner,
+    Partitioner,
+    available_partitioners,
+    register_partitioner,
+    resolve_partitioner,
+    unregister_partitioner,
+)
+
+BUILTINS = [
+    "consistent",
+    "consistent_random",
+    "explicit",
+    "fnv1a",
+    "key_mod",
+    "murmur2",
+    "random",
+    "round_robin",
+    "sticky",
+]
+
+
+def test_builtins_are_listed_sorted() -> None:
+    names = available_partitioners()
+    assert names == sorted(names)
+    assert set(BUILTINS) <= set(names)
+    for name in BUILTINS:
+        assert resolve_partitioner(name).name == name
+
+
+def test_unknown_name_lists_valid_names() -> None:
+    with pytest.raises(ConfigurationError) as err:
+        resolve_partitioner("murmur3")
+    assert err.value.field == "partitioner"
+    for name in BUILTINS:
+        assert name in str(err.value)
+
+
+def test_instance_passes_through_and_non_partitioner_is_refused() -> None:
+    km = KeyModPartitioner(encoding="big_endian")
+    assert resolve_partitioner(km) is km
+    with pytest.raises(ConfigurationError, match="not a Partitioner"):
+        resolve_partitioner(object())  # type: ignore[arg-type]
+
+
+def test_register_and_unregister() -> None:
+    name = f"const-{uuid.uuid4().hex[:6]}"
+    register_partitioner(name, lambda: FunctionPartitioner(name, lambda k, v, n: n - 1))
+    try:
+        assert name in available_partitioners()
+        assert resolve_partitioner(name).for_topic("t").partition(None, None, 4) == 3
+        with pytest.raises(ConfigurationError, match="already registered"):
+            register_partitioner(name, lambda: MURMUR2)
+        register_partitioner(name, lambda: MURMUR2, replace=True)
+        assert resolve_partitioner(name) is MURMUR2
+    finally:
+        unregister_partitioner(name)
+    assert name not in available_partitioners()
+    with pytest.raises(ConfigurationError, match="built-in"):
+        register_partitioner("murmur2", lambda: MURMUR2, replace=True)
+
+
+def test_failing_factory_is_a_configuration_error() -> None:
+    name = f"broken-{uuid.uuid4().hex[:6]}"
+
+    def factory() -> Partitioner:
+        raise RuntimeError("boom")
+
+    register_partitioner(name, factory)
+    try:
+        with pytest.raises(ConfigurationError, match="boom"):
+            resolve_partitioner(name)
+    finally:
+        unregister_partitioner(name)
+
+
+@pytest.fixture
+def plugin_dist(tmp_path: Path) -> Iterator[str]:
+    """Write a third-party distribution (module + dist-info) and put it on sys.path."""
+    suffix = uuid.uuid4().hex[:8]
+    module = f"acme_partitioners_{suffix}"
+    (tmp_path / f"{module}.py").write_text(
+        textwrap.dedent(
+            '''
+            """A third-party partitioner plugin."""
+
+
+            class _LastPartition:
+                def partition(self, key, value, partition_count):
+                    return partition_count - 1
+
+
+            class LastPartitioner:
+                name = "last"
+                native_name = None
+                requires_consistency = False
+
+                def for_topic(self, topic):
+                    return _LastPartition()
+
+
+            LAST = LastPartitioner()
+            NOT_A_PARTITIONER = 42
+
+
+            def broken():
+                raise RuntimeError("plugin factory exploded")
+            '''
+        )
+    )
+    dist = tmp_path / f"acme_partitioners_{suffix}-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: acme-partitioners-{suffix}\nVersion: 1.0\n"
+    )
+    (dist / "entry_points.txt").write_text(
+        f"[{ENTRY_POINT_GROUP}]\n"
+        f"last-class-{suffix} = {module}:LastPartitioner\n"
+        f"last-instance-{suffix} = {module}:LAST\n"
+        f"bad-{suffix} = {module}:NOT_A_PARTITIONER\n"
+        f"broken-{suffix} = {module}:broken\n"
+        f"missing-{suffix} = {module}_nope:X\n"
+    )
+    sys.path.insert(0, str(tmp_path))
+    try:
+        yield suffix
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop(module, None)
+
+
+def test_entry_point_partitioner_is_discovered_and_used(plugin_dist: str) -> None:
+    names = available_partitioners()
+    assert f"last-class-{plugin_dist}" in names
+    assert f"last-instance-{plugin_dist}" in names
+    for name in (f"last-class-{plugin_dist}", f"last-instance-{plugin_dist}"):
+        partitioner = resolve_partitioner(name)
+        assert partitioner.name == "last"
+        assert partitioner.native_name is None
+        assert partitioner.for_topic("t").partition(b"k", None, 5) == 4
+
+
+def test_broken_entry_points_are_configuration_errors(plugin_dist: str) -> None:
+    with pytest.raises(ConfigurationError, match="not a Partitioner"):
+        resolve_partitioner(f"bad-{plugin_dist}")
+    with pytest.raises(ConfigurationError, match="exploded"):
+        resolve_partitioner(f"broken-{plugin_dist}")
+    with pytest.raises(ConfigurationError, match="could not load"):
+        resolve_partitioner(f"missing-{plugin_dist}")
+
+
+def test_entry_points_vanish_with_their_distribution(tmp_path: Path) -> None:
+    assert not any(name.startswith("last-class-") for name in available_partitioners())
