@@ -12,7 +12,7 @@ Rows, all in one run against the same broker, same record shapes:
 
 Two rates per row: the ``produce()`` loop alone (the per-record CPU cost) and end to end up
 to ``flush()`` returning (every record acknowledged). Medians over ``--runs`` runs; the order
-of the rows rotates between runs. Usage::
+of the rows rotates between runs, after one discarded warm-up pass. Usage::
 
     .venv/bin/python benchmarks/partitioners.py            # starts a 1-node local cluster
     .venv/bin/python benchmarks/partitioners.py --bootstrap 127.0.0.1:9092 -n 100000
@@ -133,6 +133,7 @@ def run(bootstrap: str, records: int, runs: int, partitions: int, value_size: in
     ]
     loop: dict[str, list[float]] = {c: [] for c in CASES}
     e2e: dict[str, list[float]] = {c: [] for c in CASES}
+    _run_case(bootstrap, partitions, CASES[0], data)  # warm-up (JIT of the broker), discarded
     for r in range(runs):
         order = CASES[r % len(CASES) :] + CASES[: r % len(CASES)]
         for case in order:
@@ -154,6 +155,52 @@ def run(bootstrap: str, records: int, runs: int, partitions: int, value_size: in
         lines.append(
             f"| {case} | {ml:,.0f} | {ml / raw_loop:.2f} | {me:,.0f} | {me / raw_e2e:.2f} |"
         )
+    return "\n".join(lines)
+
+
+class _StaticMetadata:
+    """A metadata client answering "6 partitions" without a broker (for route_cost)."""
+
+    class _Topic:
+        def __init__(self, count: int) -> None:
+            self.partitions = dict.fromkeys(range(count))
+            self.error = None
+
+    class _Cluster:
+        def __init__(self, topic: str, count: int) -> None:
+            self.topics = {topic: _StaticMetadata._Topic(count)}
+
+    def list_topics(self, topic: str, timeout: float = -1) -> Any:
+        return self._Cluster(topic, 6)
+
+
+def route_cost(calls: int = 300_000) -> str:
+    """Return a Markdown table of ``PartitionRouter.route()`` cost per record, no broker.
+
+    Args:
+        calls: Calls timed per case.
+
+    Returns:
+        The Markdown table (ns per call, best of 3).
+    """
+    partitioners: dict[str, Any] = {
+        "native murmur2 (route returns None)": "murmur2",
+        "python custom": FunctionPartitioner("prefix_crc", _custom),
+        "python round_robin": RoundRobinPartitioner(),
+        "python sticky (null keys)": StickyPartitioner(),
+    }
+    lines = ["| case | route() ns/record |", "| --- | ---: |"]
+    value = b"x" * 100
+    for label, partitioner in partitioners.items():
+        route = PartitionRouter(partitioner, {}, metadata_client=_StaticMetadata()).route
+        key = None if "sticky" in label else b"12-user-5"
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            for _ in range(calls):
+                route("t", key, value)
+            best = min(best, time.perf_counter() - start)
+        lines.append(f"| {label} | {best / calls * 1e9:,.0f} |")
     return "\n".join(lines)
 
 
@@ -188,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
             )
     print()
     print(table)
+    print()
+    print(route_cost())
     return 0
 
 
