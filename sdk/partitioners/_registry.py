@@ -115,6 +115,11 @@ def available_partitioners() -> list[str]:
 
 
 def _check(candidate: Any, origin: str) -> Partitioner:
+    if isinstance(candidate, type):
+        raise ConfigurationError(
+            f"{origin} is a class, not a Partitioner instance: pass {candidate.__name__}()",
+            field="partitioner",
+        )
     missing = [
         attr
         for attr in ("name", "native_name", "requires_consistency", "for_topic")

@@ -30,16 +30,17 @@ def test_benchmark_script_prints_table(kafka_cluster: Any) -> None:
         timeout=300,
         check=True,
     ).stdout
-    rows = [
-        line
-        for line in out.splitlines()
-        if line.startswith("| ") and "rec/s" not in line and "---" not in line
-    ]
-    assert [row.split(" | ")[0] for row in rows] == [
+    throughput, route_cost = out.split("\n\n")[-2:]
+    rows = [line.split(" | ")[0] for line in throughput.strip().splitlines()[2:]]
+    assert rows == [
         "| raw confluent-kafka",
         "| native murmur2 (SDK)",
         "| python custom (SDK)",
         "| python round_robin (SDK)",
         "| python sticky (SDK)",
     ]
-    assert "| raw confluent-kafka |" in out and "| 1.00 |" in out
+    assert "| raw confluent-kafka |" in throughput and "| 1.00 |" in throughput
+    cost_rows = route_cost.strip().splitlines()[2:]
+    assert len(cost_rows) == 4
+    for row in cost_rows:
+        assert int(row.rstrip(" |").rsplit("| ", 1)[1].replace(",", "")) > 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -53,6 +52,8 @@ def test_instance_passes_through_and_non_partitioner_is_refused() -> None:
     assert resolve_partitioner(km) is km
     with pytest.raises(ConfigurationError, match="not a Partitioner"):
         resolve_partitioner(object())  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match=r"pass KeyModPartitioner\(\)"):
+        resolve_partitioner(KeyModPartitioner)  # type: ignore[arg-type]
 
 
 def test_register_and_unregister() -> None:
@@ -106,5 +107,5 @@ def test_broken_entry_points_are_configuration_errors(plugin_dist: str) -> None:
         resolve_partitioner(f"missing-{plugin_dist}")
 
 
-def test_entry_points_vanish_with_their_distribution(tmp_path: Path) -> None:
+def test_entry_points_vanish_with_their_distribution() -> None:
     assert not any(name.startswith("last-class-") for name in available_partitioners())
