@@ -2,9 +2,11 @@
 
 How it works: the consumer joins the group with a native *eager* strategy (``range``) only for
 membership and liveness. On every assignment it asks the coordinator for the group description
-(``AdminClient.describe_consumer_groups``) and accepts it only when it describes the generation
+(``AdminClient.describe_consumer_groups``) and uses it only when it describes the generation
 this member was just given: the group is ``Stable``, this member is in it, and its described
-assignment equals the one librdkafka delivered. Then every member computes
+assignment equals the one librdkafka delivered. (Any other answer means a newer generation is
+already forming; the member then holds nothing and returns at once, because that generation
+waits for it to rejoin.) Then every member computes
 ``assignor.assign(members, partitions)`` from the same data — the members of that generation
 and the partitions librdkafka distributed in it (the union of the members' native assignments) —
 and assigns only its own share. Assignors are deterministic, so all members compute one plan.
@@ -136,6 +138,12 @@ class GroupAssignedConsumer:
         on_revoke: Called with this member's share before it is revoked (e.g. to commit).
         describe_timeout: Seconds to obtain a description of the new generation.
 
+    Attributes:
+        plan: The group's plan of the current generation ({} while none or superseded).
+        share: This member's partitions in ``plan``.
+        generations: Assignments received.
+        superseded: Assignments skipped because a newer generation was already forming.
+
     Raises:
         ConfigurationError: An unsafe combination (see :func:`check_group_config`) or an
             unknown assignor.
@@ -173,6 +181,7 @@ class GroupAssignedConsumer:
         self.plan: Plan = {}
         self.share: list[TopicPartition] = []
         self.generations = 0
+        self.superseded = 0
 
     @property
     def consumer(self) -> Any:
@@ -276,7 +285,7 @@ class GroupAssignedConsumer:
         from confluent_kafka import ConsumerGroupState, KafkaException
 
         deadline = time.monotonic() + self._describe_timeout
-        reason = "no description yet"
+        reason = "no answer"
         while time.monotonic() < deadline:
             me = consumer.memberid()
             try:
@@ -293,9 +302,11 @@ class GroupAssignedConsumer:
                 for m in desc.members
             }
             if desc.state != ConsumerGroupState.STABLE or described.get(me) != native:
-                reason = f"group state {desc.state}, member in description: {me in described}"
-                time.sleep(0.1)
-                continue
+                # This member got its assignment after the group became Stable, so any other
+                # view is a newer generation forming: it will revoke this one. Waiting here
+                # would block the rejoin that generation needs, so hold nothing until then.
+                self.superseded += 1
+                return {}
             members = []
             for m in desc.members:
                 fingerprint, meta = decode_client_id(m.client_id)
@@ -313,7 +324,7 @@ class GroupAssignedConsumer:
             plan = self.assignor.assign(members, partitions)
             return check_plan(plan, members, partitions, origin=f"assignor {self.assignor.name}")
         raise KafkaTimeoutError(
-            f"group {self.group_id!r}: no description of the current generation within "
-            f"{self._describe_timeout:.0f}s ({reason}); this member assigned nothing until the "
-            "next rebalance"
+            f"group {self.group_id!r}: could not describe the group within "
+            f"{self._describe_timeout:.0f}s ({reason}); this member holds no partitions until "
+            "the next rebalance"
         )

@@ -69,7 +69,13 @@ def workers() -> Iterator[list[Worker]]:
             w.kill()
 
 
-def wait_for(check: Callable[[], Any], timeout: float, what: str, every: float = 0.5) -> Any:
+def wait_for(
+    check: Callable[[], Any],
+    timeout: float,
+    what: str,
+    every: float = 0.5,
+    diagnose: Callable[[], Any] | None = None,
+) -> Any:
     deadline = time.monotonic() + timeout
     last: Any = None
     while time.monotonic() < deadline:
@@ -77,7 +83,8 @@ def wait_for(check: Callable[[], Any], timeout: float, what: str, every: float =
         if last:
             return last
         time.sleep(every)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+    detail = f": {diagnose()}" if diagnose is not None else ""
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}{detail}")
 
 
 def produce(bootstrap: str, topic: str, partitions: int, per_partition: int, tag: str) -> None:

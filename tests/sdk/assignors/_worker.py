@@ -29,6 +29,7 @@ from sdk.assignors import (
     StaticAssignedConsumer,
     TopicPartition,
 )
+from sdk.errors import KafkaTimeoutError
 
 
 def write_state(out: Path, state: dict[str, Any]) -> None:
@@ -74,7 +75,11 @@ def run_logged(consumer: Any, out: Path, deadline: float, extra: Any) -> None:
     log = out.with_suffix(".log").open("a", buffering=1)
     last = 0.0
     while time.monotonic() < deadline and not out.with_suffix(".stop").exists():
-        msg = consumer.poll(0.2)
+        try:
+            msg = consumer.poll(0.2)
+        except KafkaTimeoutError as exc:  # holds nothing until the next rebalance
+            print(f"worker {os.getpid()}: {exc}", file=sys.stderr)
+            continue
         if msg is not None and not msg.error():
             log.write(f"{msg.partition()} {msg.offset()}\n")
             log.flush()
@@ -127,6 +132,7 @@ def custom(args: dict[str, Any], out: Path, deadline: float) -> None:
             "share": [list(tp) for tp in c.share],
             "assignment": [list(tp) for tp in c.assignment()],
             "generations": c.generations,
+            "superseded": c.superseded,
         },
     )
 
