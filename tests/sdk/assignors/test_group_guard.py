@@ -1,0 +1,46 @@
+"""The overlay's guards: member metadata in client.id, and a foreign member is refused for real."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+from confluent_kafka import Consumer
+
+from sdk.assignors import GroupAssignedConsumer, decode_client_id, encode_client_id
+from sdk.errors import ConfigurationError
+from sdk.testing.backends import KafkaBackend
+
+
+def test_client_id_round_trip_and_reserved_characters() -> None:
+    cid = encode_client_id("svc", "abc123", {"rack": "eu-1a", "weight": "2"})
+    assert cid == "svc;ks=abc123;rack=eu-1a;weight=2"
+    assert decode_client_id(cid) == ("abc123", {"rack": "eu-1a", "weight": "2"})
+    assert decode_client_id("rdkafka") == (None, {})
+    with pytest.raises(ConfigurationError):
+        encode_client_id("svc", "x", {"rack": "a;b"})
+
+
+@pytest.mark.broker
+def test_member_without_the_overlay_makes_it_refuse_to_assign(
+    kafka_cluster: KafkaBackend, make_topic: Callable[..., str], make_group: Callable[..., str]
+) -> None:
+    bootstrap = kafka_cluster.bootstrap_servers
+    topic = make_topic(4)
+    group = make_group()
+    config = {"bootstrap.servers": bootstrap, "group.id": group, "session.timeout.ms": 6000}
+    plain = Consumer(config)
+    plain.subscribe([topic])
+    overlay = GroupAssignedConsumer(config, [topic], "sticky")
+    try:
+        deadline = time.monotonic() + 60
+        with pytest.raises(ConfigurationError, match="does not run assignor") as info:
+            while time.monotonic() < deadline:
+                plain.poll(0.1)
+                overlay.poll(0.1)
+        assert info.value.field == "group.id"
+        assert overlay.share == [] and overlay.assignment() == []
+    finally:
+        overlay.close()
+        plain.close()
