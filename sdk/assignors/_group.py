@@ -32,7 +32,13 @@ from typing import Any
 
 from sdk.assignors._protocol import Assignor, Member, Plan, TopicPartition, check_plan
 from sdk.assignors._registry import resolve_assignor
-from sdk.errors import ConfigurationError, KafkaTimeoutError, SdkError, from_kafka_error
+from sdk.errors import (
+    ClosedError,
+    ConfigurationError,
+    KafkaTimeoutError,
+    SdkError,
+    from_kafka_error,
+)
 
 __all__ = ["GroupAssignedConsumer", "check_group_config", "decode_client_id", "encode_client_id"]
 
@@ -176,6 +182,7 @@ class GroupAssignedConsumer:
         self._on_revoke_cb = on_revoke
         self._describe_timeout = describe_timeout
         self._consumer: Any = None
+        self._closed = False
         self._admin: Any = None
         self._error: SdkError | None = None
         self.plan: Plan = {}
@@ -194,7 +201,13 @@ class GroupAssignedConsumer:
         return str(self._config["group.id"])
 
     def start(self) -> None:
-        """Create the consumer and subscribe (idempotent)."""
+        """Create the consumer and subscribe (idempotent).
+
+        Raises:
+            ClosedError: After :meth:`close`.
+        """
+        if self._closed:
+            raise ClosedError("GroupAssignedConsumer is closed")
         if self._consumer is not None:
             return
         from confluent_kafka import Consumer
@@ -222,6 +235,7 @@ class GroupAssignedConsumer:
             A ``confluent_kafka.Message`` or None.
 
         Raises:
+            ClosedError: After :meth:`close`.
             ConfigurationError: The group's members disagree on topics/assignor, or the plan
                 was invalid (this member then holds no partitions).
             KafkaTimeoutError: The new generation could not be described in time (this member
@@ -242,6 +256,7 @@ class GroupAssignedConsumer:
 
     def close(self) -> None:
         """Leave the group (revoking this member's share) and close the consumer."""
+        self._closed = True
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None

@@ -14,7 +14,7 @@ from typing import Any
 
 from sdk.assignors._protocol import Assignor, Member, Plan, TopicPartition, check_plan
 from sdk.assignors._registry import resolve_assignor
-from sdk.errors import ConfigurationError, from_kafka_error
+from sdk.errors import ClosedError, ConfigurationError, from_kafka_error
 
 __all__ = ["StaticAssignedConsumer", "static_plan"]
 
@@ -95,6 +95,7 @@ class StaticAssignedConsumer:
         self.racks = dict(racks or {})
         self._config = dict(config)
         self._consumer: Any = None
+        self._closed = False
         self.plan: Plan = {}
         self.share: list[TopicPartition] = []
 
@@ -113,9 +114,12 @@ class StaticAssignedConsumer:
             This member's share.
 
         Raises:
+            ClosedError: After :meth:`close`.
             UnknownTopicError: A topic does not exist.
             KafkaClientError: Metadata could not be fetched.
         """
+        if self._closed:
+            raise ClosedError("StaticAssignedConsumer is closed")
         if self._consumer is not None:
             return list(self.share)
         from confluent_kafka import Consumer, KafkaException
@@ -151,12 +155,16 @@ class StaticAssignedConsumer:
 
         Returns:
             A ``confluent_kafka.Message`` or None.
+
+        Raises:
+            ClosedError: After :meth:`close`.
         """
         self.start()
         return self._consumer.poll(timeout)
 
     def close(self) -> None:
         """Close the consumer (idempotent)."""
+        self._closed = True
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None

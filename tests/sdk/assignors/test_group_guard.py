@@ -44,3 +44,17 @@ def test_member_without_the_overlay_makes_it_refuse_to_assign(
     finally:
         overlay.close()
         plain.close()
+
+
+def test_consumers_refuse_use_after_close_without_touching_the_network() -> None:
+    from sdk.assignors import StaticAssignedConsumer
+    from sdk.errors import ClosedError
+
+    config = {"bootstrap.servers": "127.0.0.1:1", "group.id": "g"}
+    group = GroupAssignedConsumer(config, ["t"], "sticky")
+    static = StaticAssignedConsumer(config, ["t"], "range", members=["a"], member_id="a")
+    assert group.consumer is None and static.consumer is None  # lazy: nothing created yet
+    for closable in (group, static):
+        closable.close()
+        with pytest.raises(ClosedError):
+            closable.poll(0)
