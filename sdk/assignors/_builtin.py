@@ -14,7 +14,8 @@ balanced like librdkafka's but not bit-identical to them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Iterable, Mapping, Sequence
 
 from sdk.assignors._protocol import Member, Plan, TopicPartition, sorted_plan
 
@@ -24,6 +25,7 @@ __all__ = [
     "RoundRobinAssignor",
     "StickyAssignor",
     "balanced_sticky",
+    "librdkafka_order",
     "partitions_by_topic",
 ]
 
@@ -43,8 +45,30 @@ def partitions_by_topic(partitions: Sequence[TopicPartition]) -> dict[str, list[
     return {topic: sorted(out[topic]) for topic in sorted(out)}
 
 
+def _librdkafka_cmp(a: Member, b: Member) -> int:
+    # rd_kafka_group_member_cmp: two static members by group.instance.id, else by member id
+    if a.instance_id is not None and b.instance_id is not None:
+        x, y = a.instance_id.encode(), b.instance_id.encode()
+    else:
+        x, y = a.member_id.encode(), b.member_id.encode()
+    return (x > y) - (x < y)
+
+
+def librdkafka_order(members: Iterable[Member]) -> list[Member]:
+    """Sort members the way librdkafka's assignors do (``rd_kafka_group_member_cmp``).
+
+    Args:
+        members: The members.
+
+    Returns:
+        Members by ``group.instance.id`` when both compared members are static, else by member
+        id, bytewise.
+    """
+    return sorted(members, key=functools.cmp_to_key(_librdkafka_cmp))
+
+
 def _members_of(topic: str, members: Sequence[Member]) -> list[Member]:
-    return sorted((m for m in members if topic in m.topics), key=lambda m: m.member_id)
+    return librdkafka_order(m for m in members if topic in m.topics)
 
 
 class RangeAssignor:
@@ -86,7 +110,7 @@ class RoundRobinAssignor:
 
     def assign(self, members: Sequence[Member], partitions: Sequence[TopicPartition]) -> Plan:
         """Return librdkafka's roundrobin plan (see :meth:`sdk.assignors.Assignor.assign`)."""
-        ordered = sorted(members, key=lambda m: m.member_id)
+        ordered = librdkafka_order(members)
         plan: dict[str, list[TopicPartition]] = {m.member_id: [] for m in members}
         nxt = 0
         for topic, numbers in partitions_by_topic(partitions).items():
@@ -95,13 +119,12 @@ class RoundRobinAssignor:
                 continue
             eligible_ids = {m.member_id for m in eligible}
             for partition in numbers:
-                candidate = ordered[nxt].member_id
-                if candidate not in eligible_ids:
+                candidate = ordered[nxt]
+                if candidate.member_id not in eligible_ids:
                     candidate = next(
-                        (m.member_id for m in eligible if m.member_id >= candidate),
-                        eligible[0].member_id,
+                        (m for m in eligible if _librdkafka_cmp(m, candidate) >= 0), eligible[0]
                     )
-                plan[candidate].append(TopicPartition(topic, partition))
+                plan[candidate.member_id].append(TopicPartition(topic, partition))
                 nxt = (nxt + 1) % len(ordered)
         return sorted_plan(plan, members)
 

@@ -51,12 +51,15 @@ class Member:
         topics: The topics the member subscribes to.
         rack: The member's rack or zone, if known (``client.rack``).
         metadata: Free-form string metadata a custom assignor may read (e.g. a weight).
+        instance_id: The static member's ``group.instance.id``, if any (librdkafka orders two
+            static members by it instead of by member id).
     """
 
     member_id: str
     topics: frozenset[str] = field(default_factory=frozenset)
     rack: str | None = field(default=None, compare=False)
     metadata: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+    instance_id: str | None = field(default=None, compare=False)
 
     @classmethod
     def of(
@@ -66,6 +69,7 @@ class Member:
         *,
         rack: str | None = None,
         metadata: Mapping[str, str] | None = None,
+        instance_id: str | None = None,
     ) -> Member:
         """Build a member from any iterable of topics.
 
@@ -74,11 +78,12 @@ class Member:
             topics: Subscribed topics.
             rack: Optional rack/zone.
             metadata: Optional string metadata.
+            instance_id: Optional ``group.instance.id``.
 
         Returns:
             The member.
         """
-        return cls(member_id, frozenset(topics), rack, dict(metadata or {}))
+        return cls(member_id, frozenset(topics), rack, dict(metadata or {}), instance_id)
 
 
 @runtime_checkable

@@ -45,16 +45,17 @@ def tps(consumer: Any) -> list[list[Any]]:
 def native(args: dict[str, Any], out: Path, deadline: float) -> None:
     consumers = {}
     for spec in args["specs"]:
-        c = Consumer(
-            {
-                "bootstrap.servers": args["bootstrap"],
-                "group.id": spec["group"],
-                "partition.assignment.strategy": spec["strategy"],
-                "enable.auto.commit": False,
-                "session.timeout.ms": 6000,
-                "heartbeat.interval.ms": 500,
-            }
-        )
+        config = {
+            "bootstrap.servers": args["bootstrap"],
+            "group.id": spec["group"],
+            "partition.assignment.strategy": spec["strategy"],
+            "enable.auto.commit": False,
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 500,
+        }
+        if spec.get("instance_id"):
+            config["group.instance.id"] = spec["instance_id"]
+        c = Consumer(config)
         c.subscribe(spec["topics"])
         consumers[spec["group"]] = c
     last = 0.0

@@ -17,7 +17,15 @@ from tests.sdk.assignors._procs import Worker, wait_for, workers
 pytestmark = pytest.mark.broker
 __all__ = ["workers"]
 
-SHAPES = [("8p/3c", [8], 3), ("10p/4c", [10], 4), ("3p+5p/3c", [3, 5], 3)]
+# (label, partitions per topic, consumers, static members). Static members get group.instance.id
+# "m", "m-", "m--": the broker makes member ids "<instance id>-<uuid>", which sort in the
+# opposite order ("m---…" < "m--…" < "m-…"), so only the instance-id rule gives the right plan.
+SHAPES = [
+    ("8p/3c", [8], 3, False),
+    ("10p/4c", [10], 4, False),
+    ("3p+5p/3c", [3, 5], 3, False),
+    ("7p/3c static", [7], 3, True),
+]
 STRATEGIES = {"range": "range", "roundrobin": "round_robin"}
 
 
@@ -30,7 +38,7 @@ def test_python_plans_equal_librdkafka_assignment(
 ) -> None:
     bootstrap = kafka_cluster.bootstrap_servers
     groups: dict[str, dict[str, Any]] = {}
-    for label, counts, consumers in SHAPES:
+    for label, counts, consumers, static in SHAPES:
         topics = [make_topic(n) for n in counts]
         for native, python_name in STRATEGIES.items():
             groups[make_group()] = {
@@ -40,10 +48,16 @@ def test_python_plans_equal_librdkafka_assignment(
                 "consumers": consumers,
                 "native": native,
                 "python": python_name,
+                "static": static,
             }
-    for i in range(max(c for _, _, c in SHAPES)):
+    for i in range(max(c for _, _, c, _ in SHAPES)):
         specs = [
-            {"group": g, "topics": s["topics"], "strategy": s["native"]}
+            {
+                "group": g,
+                "topics": s["topics"],
+                "strategy": s["native"],
+                "instance_id": "m" + "-" * i if s["static"] else None,
+            }
             for g, s in groups.items()
             if s["consumers"] > i
         ]
@@ -51,6 +65,8 @@ def test_python_plans_equal_librdkafka_assignment(
             Worker("native", tmp_path / f"w{i}", bootstrap=bootstrap, specs=specs, deadline=180)
         )
     admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    instance_ids: dict[str, str | None] = {}
 
     def observed() -> dict[str, dict[str, list[TopicPartition]]] | None:
         states = [w.state() for w in workers]
@@ -66,6 +82,7 @@ def test_python_plans_equal_librdkafka_assignment(
                 )
                 for m in desc.members
             }
+            instance_ids.update({m.member_id: m.group_instance_id for m in desc.members})
             seen = {
                 s[g]["member"]: sorted(TopicPartition(*tp) for tp in s[g]["assignment"])
                 for s in states
@@ -85,7 +102,9 @@ def test_python_plans_equal_librdkafka_assignment(
     assert first == second, "assignments changed between two stable observations"
     for g, spec in groups.items():
         actual = second[g]
-        members = [Member.of(mid, spec["topics"]) for mid in actual]
+        members = [Member.of(mid, spec["topics"], instance_id=instance_ids[mid]) for mid in actual]
+        if spec["static"]:
+            assert all(instance_ids[mid] for mid in actual)
         partitions = [
             TopicPartition(t, p)
             for t, n in zip(spec["topics"], spec["counts"], strict=True)
