@@ -26,6 +26,7 @@ from sdk.assignors._builtin import (
     RoundRobinAssignor,
     StickyAssignor,
     balanced_sticky,
+    librdkafka_order,
 )
 from sdk.assignors._config import REMOTE_ASSIGNORS, GroupProtocol, assignor_config
 from sdk.assignors._examples import LagAwareAssignor, RackAwareAssignor
@@ -81,6 +82,7 @@ __all__ = [
     "check_plan",
     "decode_client_id",
     "encode_client_id",
+    "librdkafka_order",
     "register_assignor",
     "resolve_assignor",
     "sorted_plan",

@@ -121,3 +121,15 @@ def test_check_plan_rejects_double_and_missing_ownership() -> None:
             [Member.of("c0", ["t"]), Member.of("c1", ["u"])],
             tps("u", 1),
         )
+
+
+def test_static_members_are_ordered_by_instance_id_like_librdkafka() -> None:
+    from sdk.assignors import librdkafka_order
+
+    ms = [Member.of(f"m{'-' * i}-uuid{i}", ["t"], instance_id="m" + "-" * i) for i in range(3)]
+    assert [m.instance_id for m in librdkafka_order(ms)] == ["m", "m-", "m--"]
+    assert librdkafka_order(ms)[0].member_id == "m-uuid0"
+    plan = RangeAssignor().assign(ms, tps("t", 7))
+    assert nums(plan)["m-uuid0"] == [0, 1, 2]
+    dynamic = [Member.of(m.member_id, ["t"]) for m in ms]  # without instance ids: member-id order
+    assert nums(RangeAssignor().assign(dynamic, tps("t", 7)))["m---uuid2"] == [0, 1, 2]
