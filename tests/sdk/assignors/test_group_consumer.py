@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import ConsumerGroupState
+from confluent_kafka import Consumer, ConsumerGroupState, Producer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
 from sdk.assignors import Member, RackAwareAssignor, RangeAssignor, TopicPartition
@@ -21,6 +23,45 @@ __all__ = ["workers"]
 PARTITIONS = 12
 RACKS = "abc"
 PER_PARTITION = 25  # records per partition per phase
+
+
+class Trickle(threading.Thread):
+    """Produces one record every 20 ms, round robin over the partitions, until stopped."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        super().__init__(daemon=True)
+        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+        self.topic = topic
+        self.stop = threading.Event()
+        self.sent = 0
+        self.error: str | None = None
+
+    def run(self) -> None:
+        def report(err: Any, msg: Any) -> None:
+            if err is not None:
+                self.error = str(err)
+
+        n = 0
+        while not self.stop.is_set():
+            self.producer.produce(
+                self.topic, b"trickle", partition=n % PARTITIONS, on_delivery=report
+            )
+            n += 1
+            self.producer.poll(0.02)
+        if self.producer.flush(30) != 0:
+            self.error = "flush timed out"
+        self.sent = n
+
+
+def watermarks(bootstrap: str, topic: str) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "watermarks"})
+    try:
+        return {
+            p: consumer.get_watermark_offsets(KafkaTopicPartition(topic, p), timeout=10)[1]
+            for p in range(PARTITIONS)
+        }
+    finally:
+        consumer.close()
 
 
 def stable_ownership(
@@ -87,6 +128,8 @@ def test_custom_assignor_through_join_and_kill_owns_each_partition_once(
         return w
 
     produce(bootstrap, topic, PARTITIONS, PER_PARTITION, "phase1")
+    trickle = Trickle(bootstrap, topic)  # keeps producing through every rebalance
+    trickle.start()
     live = [start(0, "a"), start(1, "b"), start(2, "c")]
 
     def diagnose() -> Any:
@@ -117,7 +160,12 @@ def test_custom_assignor_through_join_and_kill_owns_each_partition_once(
     assert victim.state() is not None
     assert victim.state()["member"] not in after["plan"]  # type: ignore[index]
 
-    expected = {(p, o) for p in range(PARTITIONS) for o in range(3 * PER_PARTITION)}
+    trickle.stop.set()
+    trickle.join(30)
+    assert trickle.error is None, trickle.error
+    high = watermarks(bootstrap, topic)
+    assert sum(high.values()) == 3 * PARTITIONS * PER_PARTITION + trickle.sent
+    expected = {(p, o) for p in range(PARTITIONS) for o in range(high[p])}
 
     def consumed() -> set[tuple[int, int]] | None:
         seen = {row for w in workers for row in w.log()}
@@ -130,7 +178,8 @@ def test_custom_assignor_through_join_and_kill_owns_each_partition_once(
     duplicates = sum(c - 1 for c in counts.values())
     superseded = sum((w.state() or {}).get("superseded", 0) for w in workers)
     print(
-        f"custom group: {len(expected)} records, {len(rows)} processed, {duplicates} duplicates; "
+        f"custom group: {len(expected)} records ({trickle.sent} produced during rebalances), "
+        f"{len(rows)} processed, {duplicates} duplicates; "
         f"plans 4/4/4 -> 3/3/3/3 -> {sorted(len(v) for v in after['plan'].values())}; "
         f"{superseded} assignments superseded"
     )
