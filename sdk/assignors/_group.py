@@ -236,8 +236,9 @@ class GroupAssignedConsumer:
 
         Raises:
             ClosedError: After :meth:`close`.
-            ConfigurationError: The group's members disagree on topics/assignor, or the plan
-                was invalid (this member then holds no partitions).
+            ConfigurationError: The group's members disagree on topics/assignor, or the
+                assignor failed or returned an invalid plan (this member then holds no
+                partitions).
             KafkaTimeoutError: The new generation could not be described in time (this member
                 holds no partitions until the next rebalance).
         """
@@ -257,6 +258,7 @@ class GroupAssignedConsumer:
     def close(self) -> None:
         """Leave the group (revoking this member's share) and close the consumer."""
         self._closed = True
+        self._admin = None
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
@@ -278,6 +280,13 @@ class GroupAssignedConsumer:
             plan = self._group_plan(consumer, native)
         except SdkError as exc:
             self._error = exc
+            plan = {}
+        except Exception as exc:  # a broken assignor must never leave the native share assigned
+            error = ConfigurationError(
+                f"assignor {self.assignor.name!r} failed: {exc!r}", field="assignor"
+            )
+            error.__cause__ = exc
+            self._error = error
             plan = {}
         self.plan = plan
         self.share = plan.get(consumer.memberid(), [])

@@ -58,3 +58,30 @@ def test_consumers_refuse_use_after_close_without_touching_the_network() -> None
         closable.close()
         with pytest.raises(ClosedError):
             closable.poll(0)
+
+
+class Broken:
+    name = "broken"
+    native_name = None
+
+    def assign(self, members: object, partitions: object) -> dict[str, list[object]]:
+        raise RuntimeError("assignor bug")
+
+
+@pytest.mark.broker
+def test_a_failing_assignor_leaves_the_member_with_nothing_not_the_native_share(
+    kafka_cluster: KafkaBackend, make_topic: Callable[..., str], make_group: Callable[..., str]
+) -> None:
+    topic = make_topic(3)
+    config = {"bootstrap.servers": kafka_cluster.bootstrap_servers, "group.id": make_group()}
+    overlay = GroupAssignedConsumer(config, [topic], Broken())  # type: ignore[arg-type]
+    try:
+        deadline = time.monotonic() + 60
+        with pytest.raises(ConfigurationError, match="assignor bug") as info:
+            while time.monotonic() < deadline:
+                overlay.poll(0.2)
+        assert info.value.field == "assignor"
+        assert overlay.generations == 1
+        assert overlay.assignment() == []  # librdkafka's native range share was not kept
+    finally:
+        overlay.close()
