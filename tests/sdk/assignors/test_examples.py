@@ -52,3 +52,26 @@ def test_rack_aware_falls_back_when_a_rack_has_no_member_and_keeps_balance() -> 
     assert local == 9  # every partition with a local member got it
     # no racks at all: balanced
     assert [len(v) for v in RackAwareAssignor().assign(ms, parts).values()] == [4, 4, 4]
+
+
+def test_examples_give_valid_deterministic_plans_on_random_groups() -> None:
+    import random
+
+    rng = random.Random(11)
+    for _ in range(100):
+        topics = [f"t{i}" for i in range(rng.randint(1, 3))]
+        ms = [
+            Member.of(
+                f"m{i}", rng.sample(topics, rng.randint(1, len(topics))), rack=rng.choice("abc")
+            )
+            for i in range(rng.randint(1, 5))
+        ]
+        parts = [TopicPartition(t, p) for t in topics for p in range(rng.randint(1, 9))]
+        subscribed = [x for x in parts if any(x.topic in m.topics for m in ms)]
+        lags = {x: rng.randint(0, 1000) for x in parts}
+        racks = {x: rng.sample("abc", 2) for x in parts}
+        for assignor in (LagAwareAssignor(lags), RackAwareAssignor(racks)):
+            plan = assignor.assign(ms, parts)
+            assert check_plan(plan, ms, parts) == plan
+            assert plan == assignor.assign(ms[::-1], parts[::-1])
+            assert sum(len(v) for v in plan.values()) == len(subscribed)
