@@ -1,0 +1,19 @@
+"""Exactly-once (or at-least/at-most-once) read-process-write loop over confluent-kafka."""
+
+from sdk.processor._processor import Processor
+from sdk.processor._records import (
+    BatchHandler,
+    Handler,
+    OutputRecord,
+    ProcessorState,
+    ProcessorStats,
+)
+
+__all__ = [
+    "BatchHandler",
+    "Handler",
+    "OutputRecord",
+    "Processor",
+    "ProcessorState",
+    "ProcessorStats",
+]

@@ -1,0 +1,88 @@
+"""Running the user's handler under the profile's FailurePolicy (retry, then DLQ or stop)."""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from sdk.errors import ConfigurationError, HandlerError
+from sdk.processor._records import OutputRecord
+from sdk.profiles import FailurePolicy
+
+__all__ = ["HandlerRunner", "dead_letter"]
+
+
+def _resolve_type(name: str) -> type[BaseException]:
+    module, _, attr = name.rpartition(".")
+    try:
+        obj = getattr(importlib.import_module(module or "builtins"), attr)
+    except (ImportError, AttributeError):
+        obj = getattr(builtins, name, None)
+    if not (isinstance(obj, type) and issubclass(obj, BaseException)):
+        raise ConfigurationError(
+            f"failure.retry_on: {name!r} is not an importable exception type",
+            field="failure.retry_on",
+        )
+    return obj
+
+
+class HandlerRunner:
+    """Run a handler with retries; on the last failure raise HandlerError carrying the input."""
+
+    def __init__(self, policy: FailurePolicy) -> None:
+        self.policy = policy
+        self._retry_on = tuple(_resolve_type(n) for n in policy.retry_on)
+
+    def run(self, fn: Callable[[Any], Any], arg: Any) -> list[OutputRecord]:
+        """Call ``fn(arg)`` and materialize its outputs, retrying per the policy.
+
+        Raises:
+            HandlerError: Every attempt failed (or the error is not in retry_on).
+        """
+        attempts = 0
+
+        def once() -> list[OutputRecord]:
+            nonlocal attempts
+            attempts += 1
+            return list(fn(arg) or ())
+
+        p = self.policy
+        try:
+            for attempt in Retrying(
+                retry=retry_if_exception(lambda e: isinstance(e, self._retry_on)),
+                stop=stop_after_attempt(p.attempts),
+                wait=wait_exponential(
+                    multiplier=p.backoff_initial_ms / 1000.0,
+                    min=p.backoff_initial_ms / 1000.0,
+                    max=p.backoff_max_ms / 1000.0,
+                ),
+                reraise=True,
+            ):
+                with attempt:
+                    return once()
+        except Exception as exc:
+            raise HandlerError(
+                f"handler failed after {attempts} attempt(s): {exc!r}",
+                record=arg,
+                attempts=attempts,
+            ) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def dead_letter(record: Any, topic: str, error: BaseException) -> OutputRecord:
+    """Build the dead-letter copy of an input ``confluent_kafka.Message``.
+
+    The original key, value and headers are kept; headers name the source and the error.
+    """
+    headers: list[tuple[str, bytes | str | None]] = list(record.headers() or [])
+    headers += [
+        ("dlq.topic", record.topic()),
+        ("dlq.partition", str(record.partition())),
+        ("dlq.offset", str(record.offset())),
+        ("dlq.error", repr(error.__cause__ or error)[:1000]),
+    ]
+    return OutputRecord(topic=topic, value=record.value(), key=record.key(), headers=headers)

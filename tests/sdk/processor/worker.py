@@ -1,0 +1,88 @@
+"""A processor process for the kill/zombie tests: ``python -m tests.sdk.processor.worker JSON``.
+
+It copies ``input`` to ``output`` (same key, value prefixed with nothing: a pure copy) under the
+given guarantee, and rewrites ``<stats>`` (JSON counters and events) twice a second. SIGTERM stops
+it cleanly; SIGKILL is what the tests use to crash it.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from sdk.processor import OutputRecord, Processor
+from sdk.profiles import ProcessingProfile
+
+
+def build_profile(args: dict[str, Any]) -> ProcessingProfile:
+    guarantee = args["guarantee"]
+    producer: dict[str, Any] = {"guarantee": guarantee, "bootstrap_servers": args["bootstrap"]}
+    if guarantee == "exactly_once":
+        producer["transactional_id_prefix"] = args["txn_prefix"]
+        producer["transaction_timeout_ms"] = args.get("transaction_timeout_ms", 60_000)
+    return ProcessingProfile(
+        guarantee=guarantee,
+        commit_interval_ms=args.get("commit_interval_ms", 100),
+        consumer={
+            "guarantee": guarantee,
+            "bootstrap_servers": args["bootstrap"],
+            "group_id": args["group"],
+            "session_timeout_ms": args.get("session_timeout_ms", 6_000),
+            "batch_size": args.get("batch_size", 200),
+            "auto_commit_interval_ms": 200,
+        },
+        producer=producer,
+    )
+
+
+def main() -> None:
+    args: dict[str, Any] = json.loads(sys.argv[1])
+    delay = float(args.get("delay_per_100", 0.0))
+    output = args["output"]
+    seen = 0
+
+    def handler(record: Any) -> list[OutputRecord]:
+        nonlocal seen
+        seen += 1
+        if delay and seen % 100 == 0:
+            time.sleep(delay)
+        return [OutputRecord(topic=output, key=record.key(), value=record.value())]
+
+    processor = Processor(
+        build_profile(args),
+        [args["input"]],
+        handler,
+        instance_id=args.get("instance"),
+        on_fenced="recreate",
+    )
+    stats_path = Path(args["stats"])
+
+    def dump() -> None:
+        tmp = stats_path.with_suffix(".tmp")
+        s = processor.stats
+        data = {k: v for k, v in vars(s).items() if k != "events"}
+        data["events"] = s.events[-50:]
+        tmp.write_text(json.dumps(data))
+        tmp.replace(stats_path)
+
+    def dumper() -> None:
+        while True:
+            time.sleep(0.5)
+            try:
+                dump()
+            except Exception as exc:  # keep the worker alive
+                print(f"stats dump failed: {exc!r}", file=sys.stderr)
+
+    threading.Thread(target=dumper, daemon=True).start()
+    signal.signal(signal.SIGTERM, lambda *_: processor.stop())
+    processor.run()
+    dump()
+
+
+if __name__ == "__main__":
+    main()
