@@ -1,0 +1,237 @@
+"""Recovery paths that a healthy broker cannot be made to produce on demand, with fake clients.
+
+Retriable errors, ambiguous (timed-out) commits and transaction timeouts are driven by fakes that
+raise real ``confluent_kafka.KafkaError`` objects with librdkafka's flags.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from sdk.errors import ClosedError, ConfigurationError
+from sdk.processor import OutputRecord, Processor, ProcessorState
+from sdk.profiles import ProcessingProfile
+
+
+@dataclass
+class FakeMessage:
+    _topic: str
+    _partition: int
+    _offset: int
+    _value: bytes
+
+    def error(self) -> None:
+        return None
+
+    def topic(self) -> str:
+        return self._topic
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+    def key(self) -> bytes:
+        return b"k"
+
+    def value(self) -> bytes:
+        return self._value
+
+    def headers(self) -> None:
+        return None
+
+
+@dataclass
+class FakeTP:
+    topic: str
+    partition: int
+    offset: int = -1001
+
+
+@dataclass
+class FakeConsumer:
+    records: list[FakeMessage]
+    committed_offset: int = 0
+    seeks: list[tuple[int, int]] = field(default_factory=list)
+    pos: int = 0
+
+    def subscribe(self, topics: list[str], **callbacks: Any) -> None:
+        self.callbacks = callbacks
+
+    def consume(self, n: int, timeout: float) -> list[FakeMessage]:
+        batch = self.records[self.pos : self.pos + n]
+        self.pos += len(batch)
+        return batch
+
+    def consumer_group_metadata(self) -> str:
+        return "gm"
+
+    def assignment(self) -> list[FakeTP]:
+        return [FakeTP("in", 0)]
+
+    def committed(self, tps: list[FakeTP], timeout: float) -> list[FakeTP]:
+        return [FakeTP(tp.topic, tp.partition, self.committed_offset) for tp in tps]
+
+    def seek(self, tp: FakeTP) -> None:
+        self.seeks.append((tp.partition, tp.offset))
+        self.pos = tp.offset
+
+    def close(self) -> None:
+        pass
+
+
+class FakeProducer:
+    """A transactional producer whose calls fail as scripted, then behave."""
+
+    instances: list[FakeProducer] = []
+
+    def __init__(self, config: dict[str, Any], script: dict[str, list[KafkaError]]) -> None:
+        self.config = config
+        self.script = script
+        self.calls: list[str] = []
+        self.pending: list[Any] = []
+        self.committed: list[Any] = []
+        FakeProducer.instances.append(self)
+
+    def _maybe_fail(self, name: str) -> None:
+        self.calls.append(name)
+        queue = self.script.get(name)
+        if queue:
+            raise KafkaException(queue.pop(0))
+
+    def init_transactions(self, timeout: float) -> None:
+        self._maybe_fail("init_transactions")
+
+    def begin_transaction(self) -> None:
+        self._maybe_fail("begin_transaction")
+
+    def produce(self, topic: str, **kw: Any) -> None:
+        self.pending.append(kw["value"])
+
+    def poll(self, timeout: float) -> int:
+        return 0
+
+    def flush(self, timeout: float) -> int:
+        return 0
+
+    def purge(self) -> None:
+        self.pending.clear()
+
+    def send_offsets_to_transaction(self, offsets: Any, gm: Any, timeout: float) -> None:
+        self._maybe_fail("send_offsets_to_transaction")
+
+    def commit_transaction(self, timeout: float) -> None:
+        self._maybe_fail("commit_transaction")
+        self.committed += self.pending
+        self.pending = []
+
+    def abort_transaction(self, timeout: float) -> None:
+        self._maybe_fail("abort_transaction")
+        self.pending = []
+
+
+def profile(**extra: Any) -> ProcessingProfile:
+    return ProcessingProfile(
+        guarantee="exactly_once",
+        consumer={"guarantee": "exactly_once", "bootstrap_servers": "x:1", "group_id": "g"},
+        producer={
+            "guarantee": "exactly_once",
+            "bootstrap_servers": "x:1",
+            "transactional_id_prefix": "p-",
+            **extra,
+        },
+        max_records_per_transaction=5,
+    )
+
+
+def make(
+    script: dict[str, list[KafkaError]], n: int = 10, **extra: Any
+) -> tuple[Processor, FakeConsumer]:
+    FakeProducer.instances = []
+    consumer = FakeConsumer([FakeMessage("in", 0, i, str(i).encode()) for i in range(n)])
+    proc = Processor(
+        profile(**extra),
+        ["in"],
+        lambda r: [OutputRecord("out", r.value(), r.key())],
+        instance_id="i1",
+        producer_factory=lambda c: FakeProducer(c, script),
+        consumer_factory=lambda c: consumer,
+    )
+    return proc, consumer
+
+
+def drive(proc: Processor, steps: int = 20) -> None:
+    proc.state = ProcessorState.RUNNING
+    proc._start()
+    for _ in range(steps):
+        proc._step()
+    proc._commit_or_recover()
+
+
+def committed_values() -> list[bytes]:
+    return [v for p in FakeProducer.instances for v in p.committed]
+
+
+def test_transactional_id_is_prefix_plus_instance_and_message_timeout_fits() -> None:
+    proc, _ = make({})
+    assert proc.transactional_id == "p-i1"
+    assert proc._txn._config["message.timeout.ms"] <= proc._txn._config["transaction.timeout.ms"]
+
+
+def test_missing_instance_id_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigurationError) as info:
+        Processor(profile(), ["in"], lambda r: [])
+    assert info.value.field == "instance_id"
+
+
+def test_retriable_commit_is_retried_with_the_same_producer() -> None:
+    err = KafkaError(KafkaError.COORDINATOR_LOAD_IN_PROGRESS, "loading", retriable=True)
+    proc, _ = make({"commit_transaction": [err, err]})
+    drive(proc)
+    assert proc.stats.retries == 2 and proc.stats.producer_recreations == 0
+    assert committed_values() == [str(i).encode() for i in range(10)]
+
+
+def test_ambiguous_commit_recreates_the_producer_and_rewinds() -> None:
+    err = KafkaError(KafkaError._TIMED_OUT, "commit timed out")
+    proc, consumer = make({"commit_transaction": [err]})  # outcome unknown
+    drive(proc)
+    s = proc.stats
+    assert s.ambiguous == 1 and s.producer_recreations == 1 and s.rewinds == 1
+    assert consumer.seeks == [(0, 0)]
+    assert len(FakeProducer.instances) == 2  # a new producer: init_transactions bumps the epoch
+    assert FakeProducer.instances[1].calls[0] == "init_transactions"
+    assert committed_values() == [str(i).encode() for i in range(10)]
+
+
+def test_transaction_timeout_recreates(monkeypatch: pytest.MonkeyPatch) -> None:
+    err = KafkaError(KafkaError.INVALID_PRODUCER_EPOCH, "epoch bumped", txn_requires_abort=True)
+    proc, _ = make({"send_offsets_to_transaction": [err]}, transaction_timeout_ms=1000)
+    import sdk.processor._processor as mod
+
+    real = mod.time.monotonic
+    monkeypatch.setattr(mod.time, "monotonic", lambda: real() + 5.0 * proc.stats.records_in)
+    drive(proc)
+    assert proc.stats.transaction_timeouts == 1 and proc.stats.producer_recreations == 1
+
+
+def test_fatal_fenced_raises_with_policy_raise() -> None:
+    from sdk.errors import ProducerFencedError
+
+    err = KafkaError(KafkaError._FENCED, "fenced", fatal=True)
+    proc, _ = make({"commit_transaction": [err]})
+    with pytest.raises(ProducerFencedError):
+        drive(proc)
+    assert proc.stats.fenced == 1
+
+
+def test_closed_processor_refuses_run() -> None:
+    proc, _ = make({})
+    proc.close()
+    with pytest.raises(ClosedError):
+        proc.run()
