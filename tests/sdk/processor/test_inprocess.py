@@ -203,3 +203,25 @@ def test_handler_failure_stop_aborts_and_raises(
     # Nothing of the aborted transaction is visible; the input offset was not committed.
     assert verify(bs, dst, 1, 100).count == 0
     assert committed_total(bs, group, src, 1) == 0
+
+
+@pytest.mark.parametrize("guarantee", ["at_least_once", "at_most_once"])
+def test_other_guarantees_same_api(
+    kafka_cluster: Any, make_topic: Any, make_group: Any, guarantee: str
+) -> None:
+    bs = kafka_cluster.bootstrap_servers
+    src, dst, group = make_topic(2), make_topic(2), make_group()
+    n = 2000
+    seed(bs, src, n)
+    profile = ProcessingProfile(
+        guarantee=guarantee,
+        consumer={"guarantee": guarantee, "bootstrap_servers": bs, "group_id": group},
+        producer={"guarantee": guarantee, "bootstrap_servers": bs},
+    )
+    with Processor(profile, [src], copy(dst)) as proc:
+        box = run_until(proc, lambda: committed_total(bs, group, src, 2) >= n)
+    assert "error" not in box, box
+    v = verify(bs, dst, 2, n)
+    print(f"{guarantee}: count={v.count} duplicates={v.duplicates} commits={proc.stats.commits}")
+    assert (v.count, v.duplicates, v.missing) == (n, 0, 0)  # no crash: nothing lost or repeated
+    assert proc.transactional_id is None
