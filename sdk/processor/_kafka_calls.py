@@ -11,7 +11,13 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_expo
 from sdk.errors import from_kafka_error
 from sdk.processor._records import ProcessorStats
 
-__all__ = ["TransactionalProducer", "call_kafka"]
+__all__ = [
+    "TransactionalProducer",
+    "call_kafka",
+    "default_consumer",
+    "default_producer",
+    "timeout_error",
+]
 
 T = TypeVar("T")
 
@@ -216,3 +222,24 @@ class TransactionalProducer:
                 pass
         self.producer = None
         self.open = False
+
+
+def default_producer(config: dict[str, Any]) -> Any:
+    """Create a ``confluent_kafka.Producer`` (the default producer factory)."""
+    from confluent_kafka import Producer
+
+    return Producer(config)
+
+
+def default_consumer(config: dict[str, Any]) -> Any:
+    """Create a ``confluent_kafka.Consumer`` (the default consumer factory)."""
+    from confluent_kafka import Consumer
+
+    return Consumer(config)
+
+
+def timeout_error(reason: str) -> Any:
+    """Build a ``KafkaError(_TIMED_OUT)`` for a local timeout (e.g. flush left records)."""
+    from confluent_kafka import KafkaError
+
+    return KafkaError(KafkaError._TIMED_OUT, reason)

@@ -20,7 +20,13 @@ from sdk.errors import (
     from_kafka_error,
 )
 from sdk.processor._failure import HandlerRunner, dead_letter
-from sdk.processor._kafka_calls import TransactionalProducer, call_kafka
+from sdk.processor._kafka_calls import (
+    TransactionalProducer,
+    call_kafka,
+    default_consumer,
+    default_producer,
+    timeout_error,
+)
 from sdk.processor._records import (
     BatchHandler,
     Handler,
@@ -34,18 +40,6 @@ __all__ = ["Processor"]
 
 _EOS = Guarantee.EXACTLY_ONCE
 _ALO = Guarantee.AT_LEAST_ONCE
-
-
-def _default_producer(config: dict[str, Any]) -> Any:
-    from confluent_kafka import Producer
-
-    return Producer(config)
-
-
-def _default_consumer(config: dict[str, Any]) -> Any:
-    from confluent_kafka import Consumer
-
-    return Consumer(config)
 
 
 class Processor:
@@ -89,8 +83,8 @@ class Processor:
         instance_id: str | None = None,
         on_fenced: Literal["raise", "recreate"] = "raise",
         poll_timeout_s: float = 0.1,
-        producer_factory: Callable[[dict[str, Any]], Any] = _default_producer,
-        consumer_factory: Callable[[dict[str, Any]], Any] = _default_consumer,
+        producer_factory: Callable[[dict[str, Any]], Any] = default_producer,
+        consumer_factory: Callable[[dict[str, Any]], Any] = default_consumer,
     ) -> None:
         if (handler is None) == (batch_handler is None):
             raise ConfigurationError(
@@ -341,7 +335,7 @@ class Processor:
             producer = self._txn.producer
             if producer.flush(self._timeout_s):
                 raise from_kafka_error(
-                    _timeout_error("at_least_once flush left records unacknowledged"),
+                    timeout_error("at_least_once flush left records unacknowledged"),
                     context="flush",
                 )
             offsets = self._offsets()
@@ -493,9 +487,3 @@ class Processor:
         if self._callback_error is not None:
             exc, self._callback_error = self._callback_error, None
             raise exc
-
-
-def _timeout_error(reason: str) -> Any:
-    from confluent_kafka import KafkaError
-
-    return KafkaError(KafkaError._TIMED_OUT, reason)
