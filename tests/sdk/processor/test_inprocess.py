@@ -225,3 +225,41 @@ def test_other_guarantees_same_api(
     print(f"{guarantee}: count={v.count} duplicates={v.duplicates} commits={proc.stats.commits}")
     assert (v.count, v.duplicates, v.missing) == (n, 0, 0)  # no crash: nothing lost or repeated
     assert proc.transactional_id is None
+
+
+@pytest.mark.slow
+def test_transaction_timeout_on_the_broker(
+    kafka_cluster: Any, make_topic: Any, make_group: Any
+) -> None:
+    """A handler stalls past transaction.timeout.ms: the coordinator aborts, the loop recovers."""
+    bs = kafka_cluster.bootstrap_servers
+    src, dst, group = make_topic(2), make_topic(2), make_group()
+    n = 2000
+    seed(bs, src, n)
+    stalled = {"done": False}
+
+    def handler(r: Any) -> list[OutputRecord]:
+        if r.value() == b"700" and not stalled["done"]:
+            stalled["done"] = True
+            time.sleep(14)  # > 2 s timeout + the broker's 10 s abort-check interval
+        return [OutputRecord(topic=dst, key=r.key(), value=r.value())]
+
+    profile = ProcessingProfile(
+        guarantee="exactly_once",
+        consumer={"guarantee": "exactly_once", "bootstrap_servers": bs, "group_id": group},
+        producer={
+            "guarantee": "exactly_once",
+            "bootstrap_servers": bs,
+            "transactional_id_prefix": f"{group}-",
+            "transaction_timeout_ms": 2000,
+        },
+    )
+    proc = Processor(profile, [src], handler, instance_id="t")
+    box = run_until(proc, lambda: committed_total(bs, group, src, 2) >= n, timeout=90)
+    s = proc.stats
+    print(f"txn-timeout: timeouts={s.transaction_timeouts} recreations={s.producer_recreations}")
+    print("\n".join(s.events[:6]))
+    assert "error" not in box, box
+    assert stalled["done"] and s.transaction_timeouts == 1 and s.producer_recreations >= 1
+    v = verify(bs, dst, 2, n)
+    assert (v.count, v.duplicates, v.missing, v.order_violations) == (n, 0, 0, 0)
