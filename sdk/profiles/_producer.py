@@ -30,7 +30,9 @@ PRODUCER_REASONS: dict[str, str] = {
     "transactional.id": "a stable id lets the coordinator fence zombies of this producer and "
     "finish or abort its open transaction after a crash",
     "transaction.timeout.ms": "the coordinator aborts a transaction left open longer than this",
-    "partitioner": "murmur2_random places keys exactly as the Java client does",
+    "partitioner": "murmur2 (librdkafka murmur2_random) places keys exactly as the Java client",
+    "message.timeout.ms": "a transactional producer must give up on a record before the "
+    "coordinator aborts its transaction",
 }
 
 
@@ -168,6 +170,8 @@ class ProducerProfile(ProfileModel):
             if tid:
                 out["transactional.id"] = tid
             out["transaction.timeout.ms"] = self.transaction_timeout_ms
+            # librdkafka refuses message.timeout.ms > transaction.timeout.ms
+            out["message.timeout.ms"] = min(self.delivery_timeout_ms, self.transaction_timeout_ms)
         return out
 
     def render(self, transactional_id: str | None = None) -> dict[str, ExtraValue]:

@@ -1,0 +1,92 @@
+"""Value objects of the producing side: the record to send, where it landed, its handle."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sdk.errors import KafkaClientError, KafkaTimeoutError
+
+__all__ = ["DeliveryHandle", "ProducerRecord", "RecordMetadata"]
+
+Headers = Sequence[tuple[str, bytes | str | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerRecord:
+    """A record to produce, before serialization (kept on every error so nothing is lost)."""
+
+    topic: str
+    value: Any = None
+    key: Any = None
+    headers: Headers | None = None
+    partition: int | None = None
+    timestamp_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordMetadata:
+    """Where an acknowledged record landed."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp_ms: int | None = None
+
+
+@dataclass(eq=False)
+class DeliveryHandle:
+    """The outcome of one ``send()``: resolves when the broker acknowledges or rejects it.
+
+    ``result()`` serves the producer's delivery callbacks while it waits, so it also works in a
+    single-threaded program.
+    """
+
+    record: ProducerRecord
+    _poll: Callable[[float], Any] = field(repr=False)
+    _done: threading.Event = field(default_factory=threading.Event, repr=False)
+    _metadata: RecordMetadata | None = None
+    _error: KafkaClientError | None = None
+
+    def _resolve(self, metadata: RecordMetadata | None, error: KafkaClientError | None) -> None:
+        self._metadata, self._error = metadata, error
+        self._done.set()
+
+    def done(self) -> bool:
+        """True once the broker acknowledged or the record failed."""
+        return self._done.is_set()
+
+    def result(self, timeout: float | None = None) -> RecordMetadata:
+        """Wait for the outcome.
+
+        Args:
+            timeout: Seconds to wait; None waits until the producer's delivery timeout decides.
+
+        Returns:
+            Where the record landed.
+
+        Raises:
+            KafkaClientError: The record failed (the subclass says why; ``.record`` holds it).
+            KafkaTimeoutError: No outcome within ``timeout`` (the record may still be delivered).
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._done.is_set():
+            left = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
+            if left <= 0:
+                raise KafkaTimeoutError(
+                    f"no delivery outcome for a record to {self.record.topic!r} within "
+                    f"{timeout}s; it is still queued and may yet be delivered",
+                    record=self.record,
+                )
+            self._poll(left)
+        if self._error is not None:
+            raise self._error
+        assert self._metadata is not None
+        return self._metadata
+
+    def exception(self) -> KafkaClientError | None:
+        """The failure, if the record failed (None while pending or on success)."""
+        return self._error

@@ -1,0 +1,183 @@
+"""Validation rules of the delivery profiles: each error names its field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sdk.errors import ConfigurationError
+from sdk.profiles import (
+    ConsumerProfile,
+    FailurePolicy,
+    Guarantee,
+    ProducerProfile,
+    load_profiles,
+)
+
+B = "127.0.0.1:9092"
+
+
+def _producer(guarantee: str, **kw: Any) -> ProducerProfile:
+    return ProducerProfile(guarantee=guarantee, bootstrap_servers=B, **kw)
+
+
+@pytest.mark.parametrize(
+    ("guarantee", "kwargs", "field"),
+    [
+        ("at_most_once", {"retries": 3}, "retries"),
+        ("at_most_once", {"enable_idempotence": True}, "enable_idempotence"),
+        ("at_most_once", {"acks": "all"}, "acks"),
+        ("at_most_once", {"transactional_id": "t"}, "transactional_id"),
+        ("at_least_once", {"acks": "1"}, "acks"),
+        ("at_least_once", {"retries": 0}, "retries"),
+        ("at_least_once", {"max_in_flight": 6}, "max_in_flight"),
+        (
+            "at_least_once",
+            {"enable_idempotence": False, "retries": 5, "max_in_flight": 5},
+            "max_in_flight",
+        ),
+        ("exactly_once", {}, "transactional_id"),
+        (
+            "exactly_once",
+            {"transactional_id": "t", "enable_idempotence": False},
+            "enable_idempotence",
+        ),
+        (
+            "exactly_once",
+            {"transactional_id": "t", "transactional_id_prefix": "p"},
+            "transactional_id_prefix",
+        ),
+        ("at_least_once", {"extras": {"acks": "0"}}, "extras.acks"),
+        (
+            "at_least_once",
+            {"extras": {"request.required.acks": "1"}},
+            "extras.request.required.acks",
+        ),
+        ("at_least_once", {"extras": {"sasl.password": "x"}}, "extras.sasl.password"),
+        ("at_least_once", {"bootstrap_servers": ""}, "bootstrap_servers"),
+    ],
+)
+def test_producer_contradictions_name_the_field(
+    guarantee: str, kwargs: dict[str, Any], field: str
+) -> None:
+    data = {"guarantee": guarantee, "bootstrap_servers": B, **kwargs}
+    with pytest.raises(ConfigurationError) as info:
+        ProducerProfile(**data)
+    assert info.value.field == field
+    assert field.split(".")[0] in str(info.value)
+
+
+def test_renders_per_guarantee() -> None:
+    amo = _producer("at-most-once").render()
+    assert (amo["acks"], amo["retries"], amo["enable.idempotence"]) == ("0", 0, False)
+    alo = _producer("AT_LEAST_ONCE").render()
+    assert alo["acks"] == "all" and alo["enable.idempotence"] is True
+    assert alo["max.in.flight.requests.per.connection"] == 5
+    no_idem = _producer("at_least_once", enable_idempotence=False, max_in_flight=1).render()
+    assert no_idem["max.in.flight.requests.per.connection"] == 1
+    eo = _producer("exactly_once", transactional_id="orders-1").render()
+    assert eo["transactional.id"] == "orders-1" and eo["acks"] == "all"
+    assert eo["message.timeout.ms"] <= eo["transaction.timeout.ms"]
+
+
+def test_extras_merge_under_critical_keys() -> None:
+    config = _producer("at_least_once", extras={"linger.ms": 50, "acks": "all"}).render()
+    assert config["linger.ms"] == 50 and config["acks"] == "all"
+
+
+def test_prefix_profile_needs_a_concrete_id() -> None:
+    profile = _producer("exactly_once", transactional_id_prefix="orders-")
+    with pytest.raises(ConfigurationError) as info:
+        profile.render()
+    assert info.value.field == "transactional_id"
+    assert profile.render("orders-7")["transactional.id"] == "orders-7"
+
+
+def test_consumer_commit_ordering_keys() -> None:
+    def render(g: str, **kw: Any) -> dict[str, Any]:
+        return dict(ConsumerProfile(guarantee=g, bootstrap_servers=B, group_id="g", **kw).render())
+
+    amo, alo, eo = render("at_most_once"), render("at_least_once"), render("exactly_once")
+    assert amo["enable.auto.commit"] is False and amo["enable.auto.offset.store"] is False
+    assert alo["enable.auto.commit"] is True and alo["enable.auto.offset.store"] is False
+    assert eo["isolation.level"] == "read_committed" and eo["enable.auto.commit"] is False
+    with pytest.raises(ConfigurationError) as info:
+        render("exactly_once", isolation_level="read_uncommitted")
+    assert info.value.field == "isolation_level"
+    with pytest.raises(ConfigurationError) as info:
+        render("at_least_once", extras={"enable.auto.offset.store": True})
+    assert info.value.field == "extras.enable.auto.offset.store"
+
+
+def test_failure_policy_dlq_needs_topic() -> None:
+    with pytest.raises(ConfigurationError) as info:
+        FailurePolicy(on_failure="dlq")
+    assert info.value.field == "failure.dlq_topic"
+
+
+def test_secrets_never_in_repr_or_errors() -> None:
+    profile = _producer(
+        "at_least_once",
+        security={
+            "protocol": "SASL_SSL",
+            "sasl_mechanism": "SCRAM-SHA-512",
+            "sasl_username": "u",
+            "sasl_password": "hunter2-secret",
+        },
+    )
+    assert "hunter2-secret" not in repr(profile)
+    assert profile.render()["sasl.password"] == "hunter2-secret"
+    with pytest.raises(ConfigurationError) as info:
+        _producer(
+            "at_least_once",
+            acks="1",
+            security={"sasl_password": "hunter2-secret", "protocol": "bogus"},
+        )
+    assert "hunter2-secret" not in str(info.value)
+
+
+def test_unknown_guarantee_lists_valid_ones() -> None:
+    with pytest.raises(ConfigurationError, match="valid: at_most_once, at_least_once"):
+        _producer("twice")
+
+
+def test_named_profiles_from_yaml(tmp_path: Path) -> None:
+    path = tmp_path / "profiles.yaml"
+    path.write_text(
+        "defaults:\n  bootstrap_servers: 127.0.0.1:9092\n"
+        "profiles:\n"
+        "  orders:\n    guarantee: exactly_once\n    group_id: orders\n"
+        "    transactional_id_prefix: orders-\n    producer: {linger_ms: 10}\n"
+        "  metrics: at_most_once\n"
+    )
+    profiles = load_profiles(path)
+    assert profiles.names == ["metrics", "orders"]
+    processing = profiles.processing("orders")
+    assert processing.guarantee is Guarantee.EXACTLY_ONCE
+    assert processing.producer.linger_ms == 10
+    assert profiles.producer("metrics").render()["acks"] == "0"
+    with pytest.raises(ConfigurationError, match="not defined; defined: metrics, orders"):
+        profiles.producer("nope")
+
+
+def test_bad_files_are_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="cannot read profile file"):
+        load_profiles(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("profiles: [unclosed\n")
+    with pytest.raises(ConfigurationError, match="not valid YAML"):
+        load_profiles(bad)
+    with pytest.raises(ConfigurationError) as info:
+        load_profiles({"profiles": {"x": {"guarantee": "at_least_once", "bogus_key": 1}}})
+    assert info.value.field == "profiles.x.bogus_key"
+
+
+def test_profiles_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KSEM_BOOTSTRAP_SERVERS", "10.0.0.1:9092")
+    monkeypatch.setenv("KSEM_PROFILES__LOGS__GUARANTEE", "at_least_once")
+    monkeypatch.setenv("KSEM_PROFILES__LOGS__GROUP_ID", "logs")
+    profiles = load_profiles()
+    consumer = profiles.consumer("logs")
+    assert consumer.bootstrap_servers == "10.0.0.1:9092" and consumer.group_id == "logs"
