@@ -474,6 +474,14 @@ class LocalCluster:
         node = self._node(node_id)
         self._signal(node, signal.SIGSTOP)
         node.state = NodeState.PAUSED
+        deadline = time.monotonic() + 5.0  # SIGSTOP is asynchronous: wait until it took hold
+        while time.monotonic() < deadline:
+            try:
+                if Path(f"/proc/{node.pid}/stat").read_text().split()[2] in ("T", "t"):
+                    return
+            except OSError:
+                return
+            time.sleep(0.01)
 
     def resume(self, node_id: int) -> None:
         """Unfreeze a paused node with SIGCONT."""
