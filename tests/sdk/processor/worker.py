@@ -46,11 +46,25 @@ def main() -> None:
     output = args["output"]
     seen = 0
 
+    freeze = Path(args["freeze"]) if args.get("freeze") else None
+    held: list[Processor] = []
+
+    def hold_while_frozen() -> None:
+        # A stuck handler in the middle of a transaction that already holds records: the test
+        # then SIGSTOPs the process, so it is a zombie with an open transaction, deterministically.
+        assert freeze is not None
+        if freeze.exists() and held and held[0]._pending > 0:
+            freeze.with_suffix(".held").write_text(str(held[0]._pending))
+            while freeze.exists():
+                time.sleep(0.02)
+
     def handler(record: Any) -> list[OutputRecord]:
         nonlocal seen
         seen += 1
         if delay and seen % 100 == 0:
             time.sleep(delay)
+        if freeze is not None and seen % 50 == 0:
+            hold_while_frozen()
         return [OutputRecord(topic=output, key=record.key(), value=record.value())]
 
     processor = Processor(
@@ -60,6 +74,7 @@ def main() -> None:
         instance_id=args.get("instance"),
         on_fenced="recreate",
     )
+    held.append(processor)
     stats_path = Path(args["stats"])
 
     def dump() -> None:

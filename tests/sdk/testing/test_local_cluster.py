@@ -60,7 +60,8 @@ def _round_trip(bootstrap: str, topic: str) -> None:
     for i in range(10):
         producer.produce(topic, value=f"r{i}".encode())
     assert producer.flush(30) == 0
-    assert _consume(bootstrap, topic, 10) == [f"r{i}".encode() for i in range(10)]
+    # Null keys spread over partitions (sticky), so order holds per partition only.
+    assert sorted(_consume(bootstrap, topic, 10)) == sorted(f"r{i}".encode() for i in range(10))
 
 
 def _transaction_commits(bootstrap: str, topic: str) -> None:
