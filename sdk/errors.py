@@ -156,7 +156,23 @@ class AuthorizationError(KafkaClientError):
 
 
 class DeliveryError(KafkaClientError):
-    """A produced record was not acknowledged by the broker."""
+    """Produced records were not acknowledged by the broker (raised by ``flush()``/``close()``).
+
+    Attributes:
+        failures: One translated error per failed record, each with ``.record`` set, so the
+            caller still holds every record that did not make it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kafka_error: Any = None,
+        record: Any = None,
+        failures: list[KafkaClientError] | None = None,
+    ) -> None:
+        super().__init__(message, kafka_error=kafka_error, record=record)
+        self.failures: list[KafkaClientError] = list(failures or [])
 
 
 class CommitError(KafkaClientError):

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sdk.errors import KafkaClientError, KafkaTimeoutError
@@ -37,27 +36,37 @@ class RecordMetadata:
     timestamp_ms: int | None = None
 
 
-@dataclass(eq=False)
 class DeliveryHandle:
     """The outcome of one ``send()``: resolves when the broker acknowledges or rejects it.
 
     ``result()`` serves the producer's delivery callbacks while it waits, so it also works in a
-    single-threaded program.
+    single-threaded program. A handle is cheap (no lock per record): the producer resolves it
+    from its delivery callback, and waiters poll.
+
+    Attributes:
+        record: The record as the caller gave it (before serialization).
     """
 
-    record: ProducerRecord
-    _poll: Callable[[float], Any] = field(repr=False)
-    _done: threading.Event = field(default_factory=threading.Event, repr=False)
-    _metadata: RecordMetadata | None = None
-    _error: KafkaClientError | None = None
+    __slots__ = ("_error", "_metadata", "_poll", "_resolved", "record")
+
+    def __init__(self, record: ProducerRecord, poll: Callable[[float], Any]) -> None:
+        self.record = record
+        self._poll = poll
+        self._resolved = False
+        self._metadata: RecordMetadata | None = None
+        self._error: KafkaClientError | None = None
+
+    def __repr__(self) -> str:
+        state = "pending" if not self._resolved else ("failed" if self._error else "delivered")
+        return f"DeliveryHandle({state}, topic={self.record.topic!r})"
 
     def _resolve(self, metadata: RecordMetadata | None, error: KafkaClientError | None) -> None:
         self._metadata, self._error = metadata, error
-        self._done.set()
+        self._resolved = True
 
     def done(self) -> bool:
         """True once the broker acknowledged or the record failed."""
-        return self._done.is_set()
+        return self._resolved
 
     def result(self, timeout: float | None = None) -> RecordMetadata:
         """Wait for the outcome.
@@ -73,7 +82,7 @@ class DeliveryHandle:
             KafkaTimeoutError: No outcome within ``timeout`` (the record may still be delivered).
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        while not self._done.is_set():
+        while not self._resolved:
             left = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
             if left <= 0:
                 raise KafkaTimeoutError(

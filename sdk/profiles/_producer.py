@@ -65,6 +65,14 @@ class ProducerProfile(ProfileModel):
     def _guarantee(cls, value: Any) -> Guarantee:
         return parse_guarantee(value)
 
+    @field_validator("partitioner")
+    @classmethod
+    def _partitioner(cls, value: str) -> str:
+        from sdk.partitioners import resolve_partitioner
+
+        resolve_partitioner(value)  # unknown name: ConfigurationError listing the valid ones
+        return value
+
     @field_validator("acks", mode="before")
     @classmethod
     def _acks(cls, value: Any) -> Any:

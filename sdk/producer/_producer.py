@@ -1,0 +1,578 @@
+"""The SDK producer: a guarantee-shaped wrapper that holds a ``confluent_kafka.Producer``."""
+
+from __future__ import annotations
+
+import enum
+import functools
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from types import TracebackType
+from typing import Any
+
+from sdk.errors import (
+    ClosedError,
+    ConfigurationError,
+    DeliveryError,
+    KafkaClientError,
+    KafkaTimeoutError,
+    SdkError,
+    SerializationError,
+    UnknownTopicError,
+    from_kafka_error,
+)
+from sdk.partitioners import Partitioner, PartitionRouter
+from sdk.producer._records import DeliveryHandle, Headers, ProducerRecord, RecordMetadata
+from sdk.profiles import Guarantee, ProducerProfile
+from sdk.serialization import Serializer, resolve_serializer
+
+__all__ = ["Producer", "ProducerState"]
+
+_UNKNOWN_PARTITION_CODES: frozenset[int] | None = None
+
+
+def _unknown_partition_codes() -> frozenset[int]:
+    global _UNKNOWN_PARTITION_CODES
+    if _UNKNOWN_PARTITION_CODES is None:
+        from confluent_kafka import KafkaError
+
+        _UNKNOWN_PARTITION_CODES = frozenset(
+            (KafkaError._UNKNOWN_PARTITION, KafkaError.UNKNOWN_TOPIC_OR_PART)
+        )
+    return _UNKNOWN_PARTITION_CODES
+
+
+class ProducerState(enum.Enum):
+    """Lifecycle of a :class:`Producer`: no client yet, open, closed (refuses use)."""
+
+    NEW = "new"
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+class Producer:
+    """Produce records with the delivery guarantee of a :class:`~sdk.profiles.ProducerProfile`.
+
+    The profile fixes acks, retries, idempotence, in-flight requests and (exactly_once) the
+    transactional id; this class adds serializers, partitioner routing, delivery handles, a
+    bounded wait when librdkafka's queue is full, and errors that keep the record. No network
+    I/O happens before the first send (the client is created lazily).
+
+    Example::
+
+        with Producer(profile, value_serializer="json") as producer:
+            handle = producer.send("orders", {"id": 1}, key="1")
+            print(handle.result(timeout=10))   # RecordMetadata(topic=..., partition=..., ...)
+
+    Args:
+        profile: The producer profile (guarantee and settings).
+        key_serializer: Name (``bytes``, ``str``, ``json``) or callable ``(obj, topic) -> bytes``.
+        value_serializer: Same, for values.
+        partitioner: A partitioner name or instance; defaults to ``profile.partitioner``
+            (``murmur2``: Java-compatible, placed natively by librdkafka).
+        transactional_id: The concrete id for an exactly_once profile that has only a prefix.
+        queue_full_timeout: Seconds ``send()`` keeps serving callbacks while librdkafka's
+            local queue is full before it gives up with :class:`KafkaTimeoutError`.
+        check_topics: Look each new topic up once before its first record, so an unknown topic
+            fails at ``send()`` instead of after the delivery timeout.
+        metadata_timeout: Seconds for that lookup.
+        client_factory: Builds the underlying client from the rendered config (tests, or a
+            patched client); defaults to ``confluent_kafka.Producer``.
+
+    Raises:
+        ConfigurationError: Unknown serializer or partitioner, or an exactly_once prefix profile
+            without ``transactional_id``.
+    """
+
+    def __init__(
+        self,
+        profile: ProducerProfile,
+        *,
+        key_serializer: str | Serializer = "bytes",
+        value_serializer: str | Serializer = "bytes",
+        partitioner: str | Partitioner | None = None,
+        transactional_id: str | None = None,
+        queue_full_timeout: float = 30.0,
+        check_topics: bool = True,
+        metadata_timeout: float = 10.0,
+        client_factory: Callable[[dict[str, Any]], Any] | None = None,
+    ) -> None:
+        if queue_full_timeout <= 0 or metadata_timeout <= 0:
+            raise ConfigurationError(
+                "queue_full_timeout and metadata_timeout must be > 0", field="queue_full_timeout"
+            )
+        self.profile = profile
+        self._key_ser = resolve_serializer(key_serializer)
+        self._value_ser = resolve_serializer(value_serializer)
+        base = profile.render(transactional_id)  # refuses a prefix-only exactly_once profile
+        self._router = PartitionRouter(partitioner or profile.partitioner, base)
+        self._config: dict[str, Any] = {**base, **self._router.producer_config()}
+        self._native = self._router.native
+        self._transactional = profile.guarantee is Guarantee.EXACTLY_ONCE
+        self._queue_full_timeout = queue_full_timeout
+        self._check_topics = check_topics
+        self._metadata_timeout = metadata_timeout
+        self._factory = client_factory
+        self._client: Any = None
+        self._state = ProducerState.NEW
+        self._lock = threading.Lock()
+        self._known_topics: set[str] = set()
+        self._failures: list[KafkaClientError] = []
+        self._txn_initialized = False
+        self.delivered = 0
+        """Records acknowledged so far."""
+        self.failed = 0
+        """Records that failed delivery so far."""
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def state(self) -> ProducerState:
+        """Where the producer is in its lifecycle."""
+        return self._state
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The librdkafka configuration the client is (or will be) created with."""
+        return dict(self._config)
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc is None:
+            self.close()
+            return
+        with suppress(SdkError):  # an error is propagating: deliver what we can, don't mask it
+            self.close()
+
+    def _ensure_client(self) -> Any:
+        if self._state is ProducerState.OPEN:
+            return self._client
+        if self._state is ProducerState.CLOSED:
+            raise ClosedError("this Producer is closed; create a new one")
+        with self._lock:
+            if self._client is None:
+                factory = self._factory
+                if factory is None:
+                    from confluent_kafka import Producer as _Client
+
+                    factory = _Client
+                try:
+                    self._client = factory(dict(self._config))
+                except Exception as exc:  # KafkaException for a bad librdkafka key/value
+                    raise _config_error(exc) from exc
+                self._router.attach(self._client)
+                self._state = ProducerState.OPEN
+        return self._client
+
+    def close(self, timeout: float | None = 30.0) -> None:
+        """Deliver what is queued, then release the client. Idempotent.
+
+        Args:
+            timeout: Seconds to wait for outstanding deliveries.
+
+        Raises:
+            KafkaTimeoutError: Records were still undelivered after ``timeout``.
+            DeliveryError: Records failed since the last ``flush()`` (``.failures``).
+        """
+        if self._state is ProducerState.CLOSED:
+            return
+        try:
+            if self._client is not None:
+                self.flush(timeout)
+        finally:
+            self._state = ProducerState.CLOSED
+            self._client = None
+
+    # ------------------------------------------------------------------ sending
+    def send(
+        self,
+        topic: str | ProducerRecord,
+        value: Any = None,
+        *,
+        key: Any = None,
+        headers: Headers | Mapping[str, bytes | str | None] | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+    ) -> DeliveryHandle:
+        """Queue one record; return a handle that resolves on acknowledgement or failure.
+
+        Args:
+            topic: The topic, or a complete :class:`ProducerRecord` (then the rest is ignored).
+            value: The value (serialized with ``value_serializer``).
+            key: The key (serialized with ``key_serializer``; placement uses the serialized key).
+            headers: A sequence of ``(name, value)`` pairs or a mapping.
+            partition: An explicit partition (wins over the partitioner).
+            timestamp_ms: The record timestamp (ms since the epoch); default: now.
+
+        Returns:
+            The :class:`DeliveryHandle`; failures are also collected for the next ``flush()``.
+
+        Raises:
+            SerializationError: A serializer failed or did not return bytes.
+            UnknownTopicError: The topic does not exist (``check_topics``).
+            RecordTooLargeError: The record is over ``message.max.bytes``.
+            KafkaTimeoutError: The local queue stayed full for ``queue_full_timeout``.
+            ClosedError: The producer is closed.
+            KafkaClientError: Any other refusal by librdkafka (the record is on ``.record``).
+        """
+        if isinstance(topic, ProducerRecord):
+            record = topic
+        else:
+            if isinstance(headers, Mapping):
+                headers = list(headers.items())
+            record = ProducerRecord(topic, value, key, headers, partition, timestamp_ms)
+        client = self._ensure_client()
+        handle = DeliveryHandle(record, client.poll)
+        self._produce(client, record, functools.partial(self._on_delivery, handle))
+        return handle
+
+    def send_and_wait(
+        self,
+        topic: str | ProducerRecord,
+        value: Any = None,
+        *,
+        key: Any = None,
+        headers: Headers | Mapping[str, bytes | str | None] | None = None,
+        partition: int | None = None,
+        timeout: float | None = None,
+    ) -> RecordMetadata:
+        """Send one record and wait for its acknowledgement.
+
+        Args:
+            topic: The topic, or a complete :class:`ProducerRecord`.
+            value: The value.
+            key: The key.
+            headers: Record headers.
+            partition: An explicit partition.
+            timeout: Seconds to wait (None: until the delivery timeout decides).
+
+        Returns:
+            Where the record landed.
+
+        Raises:
+            KafkaClientError: The record failed (``.record`` holds it); see :meth:`send`.
+        """
+        handle = self.send(topic, value, key=key, headers=headers, partition=partition)
+        try:
+            return handle.result(timeout)
+        finally:
+            if handle.exception() is not None:
+                # reported here; don't report it a second time at flush()
+                self._discard_failure(handle.exception())
+
+    def send_many(self, records: Iterable[ProducerRecord]) -> list[DeliveryHandle]:
+        """Queue many records with the least per-record overhead (the throughput path).
+
+        Delivery callbacks are served every 1,000 records, so the queue drains while this runs.
+
+        Args:
+            records: The records, in order.
+
+        Returns:
+            One handle per record, in order.
+
+        Raises:
+            SdkError: As :meth:`send`, for the first record that cannot be queued; the records
+                before it are queued (their handles are on ``.handles`` of the error).
+        """
+        client = self._ensure_client()
+        poll = client.poll
+        on_delivery = self._on_delivery
+        produce = self._produce
+        partial = functools.partial
+        handles: list[DeliveryHandle] = []
+        append = handles.append
+        try:
+            for i, record in enumerate(records, 1):
+                handle = DeliveryHandle(record, poll)
+                produce(client, record, partial(on_delivery, handle))
+                append(handle)
+                if i % 1000 == 0:
+                    poll(0)
+        except SdkError as exc:
+            exc.handles = handles  # type: ignore[attr-defined]
+            raise
+        poll(0)
+        return handles
+
+    def poll(self, timeout: float = 0.0) -> int:
+        """Serve delivery callbacks.
+
+        Args:
+            timeout: Seconds to wait for at least one event.
+
+        Returns:
+            The number of events served.
+        """
+        return int(self._ensure_client().poll(timeout))
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until every queued record is acknowledged or failed.
+
+        Args:
+            timeout: Seconds to wait; None waits as long as the delivery timeout allows.
+
+        Raises:
+            KafkaTimeoutError: Records were still queued after ``timeout`` (nothing is lost:
+                they stay queued and their handles are still pending).
+            DeliveryError: Records failed since the last ``flush()``; ``.failures`` lists each
+                error with its record. The list is reset once reported.
+        """
+        client = self._ensure_client()
+        remaining = int(client.flush(-1 if timeout is None else timeout))
+        if not self._native:
+            for topic in list(self._known_topics):
+                self._router.on_batch_sent(topic)
+        if remaining:
+            raise KafkaTimeoutError(
+                f"flush: {remaining} record(s) still queued after {timeout}s; they stay queued "
+                "and may yet be delivered"
+            )
+        with self._lock:
+            failures, self._failures = self._failures, []
+        if failures:
+            first = failures[0]
+            raise DeliveryError(
+                f"{len(failures)} record(s) failed delivery since the last flush; first: {first}",
+                kafka_error=first.kafka_error,
+                record=first.record,
+                failures=failures,
+            )
+
+    # ------------------------------------------------------------------ internals
+    def _produce(self, client: Any, record: ProducerRecord, callback: Any) -> None:
+        topic = record.topic
+        try:
+            key = self._key_ser(record.key, topic)
+            value = self._value_ser(record.value, topic)
+        except SerializationError as exc:
+            exc.record = record
+            raise
+        except Exception as exc:
+            raise SerializationError(
+                f"serializing a record for {topic!r} failed: {exc!r}", record=record
+            ) from exc
+        for part, data in (("key", key), ("value", value)):
+            if data is not None and not isinstance(data, bytes):
+                raise SerializationError(
+                    f"the {part} serializer returned {type(data).__name__}, not bytes, for a "
+                    f"record to {topic!r}",
+                    record=record,
+                )
+        if self._check_topics and topic not in self._known_topics:
+            self._check_topic(client, record)
+        partition = record.partition
+        if partition is None and not self._native:
+            try:
+                partition = self._router.route(topic, key, value)
+            except SdkError as exc:
+                _attach(exc, record)
+                raise
+        kwargs: dict[str, Any] = {"key": key, "on_delivery": callback}
+        if partition is not None:
+            kwargs["partition"] = partition
+        if record.headers:
+            kwargs["headers"] = list(record.headers)
+        if record.timestamp_ms is not None:
+            kwargs["timestamp"] = record.timestamp_ms
+        self._produce_bounded(client, topic, value, kwargs, record)
+
+    def _produce_bounded(
+        self, client: Any, topic: str, value: bytes | None, kwargs: dict[str, Any], record: Any
+    ) -> None:
+        from confluent_kafka import KafkaException
+
+        deadline = 0.0
+        while True:
+            try:
+                client.produce(topic, value, **kwargs)
+                return
+            except BufferError:
+                # librdkafka's local queue is full: serve callbacks so it drains, bounded
+                now = time.monotonic()
+                if not deadline:
+                    deadline = now + self._queue_full_timeout
+                elif now >= deadline:
+                    raise KafkaTimeoutError(
+                        f"send to {topic!r}: the local queue stayed full for "
+                        f"{self._queue_full_timeout}s (queue.buffering.max.messages/kbytes); "
+                        "the broker is slower than the producer or unreachable",
+                        record=record,
+                    ) from None
+                client.poll(0.05)
+            except KafkaException as exc:
+                err = from_kafka_error(
+                    exc.args[0],
+                    context=f"send to {topic!r}",
+                    record=record,
+                    transactional=self._transactional,
+                )
+                if err.code in _unknown_partition_codes():
+                    self._router.invalidate(topic)
+                raise err from exc
+
+    def _check_topic(self, client: Any, record: ProducerRecord) -> None:
+        from confluent_kafka import KafkaException
+
+        topic = record.topic
+        context = f"send to {topic!r}: metadata lookup"
+        try:
+            meta = client.list_topics(topic=topic, timeout=self._metadata_timeout)
+        except KafkaException as exc:
+            raise from_kafka_error(exc.args[0], context=context, record=record) from exc
+        info = meta.topics.get(topic)
+        if info is None or (info.error is None and not info.partitions):
+            raise UnknownTopicError(f"{context}: topic {topic!r} does not exist", record=record)
+        if info.error is not None:
+            raise from_kafka_error(info.error, context=context, record=record)
+        self._known_topics.add(topic)
+
+    def _on_delivery(self, handle: DeliveryHandle, err: Any, msg: Any) -> None:
+        if err is None:
+            self.delivered += 1
+            handle._resolve(
+                RecordMetadata(msg.topic(), msg.partition(), msg.offset(), msg.timestamp()[1]),
+                None,
+            )
+            return
+        self.failed += 1
+        error = from_kafka_error(
+            err,
+            context=f"delivery to {handle.record.topic!r}",
+            record=handle.record,
+            transactional=self._transactional,
+        )
+        if error.code in _unknown_partition_codes():
+            self._router.invalidate(handle.record.topic)
+        handle._resolve(None, error)
+        with self._lock:
+            self._failures.append(error)
+
+    def _discard_failure(self, error: KafkaClientError | None) -> None:
+        with self._lock:
+            self._failures = [f for f in self._failures if f is not error]
+
+    # ------------------------------------------------------------------ transactions
+    def _txn_call(self, name: str, fn: Callable[[], Any]) -> Any:
+        from confluent_kafka import KafkaException
+
+        if not self._transactional:
+            raise ConfigurationError(
+                f"{name}: transactions need an exactly_once profile (this one is "
+                f"{self.profile.guarantee.value})",
+                field="guarantee",
+            )
+        try:
+            return fn()
+        except KafkaException as exc:
+            raise from_kafka_error(exc.args[0], context=name, transactional=True) from exc
+
+    def init_transactions(self, timeout: float = 60.0) -> None:
+        """Register the transactional id with the coordinator (fences older instances).
+
+        Called automatically by the first :meth:`begin_transaction`.
+
+        Args:
+            timeout: Seconds to wait.
+
+        Raises:
+            ConfigurationError: The profile is not exactly_once.
+            TransactionError: The coordinator refused (subclass says why).
+        """
+        client = self._ensure_client()
+        self._txn_call("init_transactions", lambda: client.init_transactions(timeout))
+        self._txn_initialized = True
+
+    def begin_transaction(self) -> None:
+        """Start a transaction (initializing transactions first if needed).
+
+        Raises:
+            TransactionError: librdkafka refused (e.g. one is already open).
+        """
+        client = self._ensure_client()
+        if not self._txn_initialized:
+            self.init_transactions()
+        self._txn_call("begin_transaction", client.begin_transaction)
+
+    def send_offsets_to_transaction(
+        self, offsets: Sequence[Any], group_metadata: Any, timeout: float = 30.0
+    ) -> None:
+        """Commit consumer offsets as part of the open transaction (KIP-447 fencing).
+
+        Args:
+            offsets: ``TopicPartition`` objects holding the *next* offset to read.
+            group_metadata: ``consumer.consumer_group_metadata()`` of the consuming member.
+            timeout: Seconds to wait.
+
+        Raises:
+            TransactionAbortableError: Abort and rewind (e.g. the member was fenced).
+            TransactionError: Other refusals.
+        """
+        client = self._ensure_client()
+        self._txn_call(
+            "send_offsets_to_transaction",
+            lambda: client.send_offsets_to_transaction(list(offsets), group_metadata, timeout),
+        )
+
+    def commit_transaction(self, timeout: float = 60.0) -> None:
+        """Flush and commit the open transaction.
+
+        Raises:
+            TransactionAbortableError: The transaction must be aborted.
+            AmbiguousTransactionError: The outcome is unknown: close and recreate the producer
+                (a new ``init_transactions`` resolves it; see docs/processor.md).
+            ProducerFencedError: Another instance owns the transactional id.
+        """
+        client = self._ensure_client()
+        self._txn_call("commit_transaction", lambda: client.commit_transaction(timeout))
+
+    def abort_transaction(self, timeout: float = 60.0) -> None:
+        """Abort the open transaction; its records are never visible to read_committed readers.
+
+        Raises:
+            TransactionError: The abort failed (subclass says why).
+        """
+        client = self._ensure_client()
+        self._txn_call("abort_transaction", lambda: client.abort_transaction(timeout))
+        with self._lock:
+            self._failures.clear()  # aborted records are reported by the abort itself
+
+    @contextmanager
+    def transaction(self, timeout: float = 60.0) -> Iterator[Producer]:
+        """Run the block in one transaction: commit if it succeeds, abort if it raises.
+
+        Example::
+
+            with producer.transaction():
+                producer.send("out", b"1")
+                producer.send("out", b"2")      # both visible, or neither
+
+        Raises:
+            TransactionError: Begin, commit or abort failed (the block's own exception wins
+                when both happen).
+        """
+        self.begin_transaction()
+        try:
+            yield self
+        except BaseException:
+            with suppress(SdkError):
+                self.abort_transaction(timeout)
+            raise
+        self.commit_transaction(timeout)
+
+
+def _attach(exc: SdkError, record: ProducerRecord) -> None:
+    if getattr(exc, "record", None) is None:
+        exc.record = record  # type: ignore[attr-defined]
+
+
+def _config_error(exc: Exception) -> ConfigurationError:
+    text = exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else str(exc)
+    return ConfigurationError(f"librdkafka refused the producer configuration: {text}")

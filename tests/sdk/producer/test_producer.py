@@ -1,0 +1,144 @@
+"""The SDK Producer on a real broker: sending, placement, transactions, lifecycle."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from sdk.errors import ClosedError, ConfigurationError
+from sdk.producer import Producer, ProducerRecord, ProducerState, RecordMetadata
+from tests.sdk.producer._support import profile, read_all
+
+pytestmark = pytest.mark.broker
+
+
+def test_no_client_before_first_send() -> None:
+    producer = Producer(profile("127.0.0.1:1"))  # nothing listens there; nothing is contacted
+    assert producer.state is ProducerState.NEW
+    producer.close()
+    assert producer.state is ProducerState.CLOSED
+    with pytest.raises(ClosedError, match="closed"):
+        producer.send("t", b"v")
+
+
+def test_send_round_trip_with_serializers_and_headers(kafka_cluster: Any, make_topic: Any) -> None:
+    bs = kafka_cluster.bootstrap_servers
+    topic = make_topic(3)
+    with Producer(profile(bs), key_serializer="str", value_serializer="json") as producer:
+        handle = producer.send(topic, {"id": 7}, key="k7", headers={"source": b"test"})
+        meta = handle.result(timeout=30)
+        assert handle.done() and handle.exception() is None
+        assert isinstance(meta, RecordMetadata) and meta.topic == topic and meta.offset >= 0
+        meta2 = producer.send_and_wait(ProducerRecord(topic, {"id": 8}, "k8"), timeout=30)
+    assert producer.state is ProducerState.CLOSED
+    msgs = read_all(bs, topic, 2)
+    by_key = {m.key(): m for m in msgs}
+    assert json.loads(by_key[b"k7"].value()) == {"id": 7}
+    assert by_key[b"k7"].headers() == [("source", b"test")]
+    assert (by_key[b"k7"].partition(), by_key[b"k7"].offset()) == (meta.partition, meta.offset)
+    assert (by_key[b"k8"].partition(), by_key[b"k8"].offset()) == (meta2.partition, meta2.offset)
+
+
+def test_default_placement_is_java_murmur2(kafka_cluster: Any, make_topic: Any) -> None:
+    """Keys land where the Java client puts them: murmur2(key) & 0x7fffffff % n."""
+    bs = kafka_cluster.bootstrap_servers
+    topic = make_topic(6)
+    with Producer(profile(bs), key_serializer="str") as producer:
+        handles = [producer.send(topic, b"x", key=f"key-{i}") for i in range(300)]
+        producer.flush(30)
+    for i, h in enumerate(handles):
+        key = f"key-{i}".encode()
+        java = (_java_murmur2(key) & 0x7FFFFFFF) % 6
+        assert h.result().partition == java, key
+
+
+def _java_murmur2(data: bytes) -> int:
+    """Kafka's Utils.murmur2, written out here as an independent reference."""
+    seed, m, r = 0x9747B28C, 0x5BD1E995, 24
+    length = len(data)
+    h = (seed ^ length) & 0xFFFFFFFF
+    for i in range(length // 4):
+        k = int.from_bytes(data[4 * i : 4 * i + 4], "little")
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> r
+        k = (k * m) & 0xFFFFFFFF
+        h = (h * m) & 0xFFFFFFFF
+        h ^= k
+    tail = length & ~3
+    rest = length % 4
+    if rest == 3:
+        h ^= data[tail + 2] << 16
+    if rest >= 2:
+        h ^= data[tail + 1] << 8
+    if rest >= 1:
+        h ^= data[tail]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return h
+
+
+def test_python_partitioner_from_profile(kafka_cluster: Any, make_topic: Any) -> None:
+    bs = kafka_cluster.bootstrap_servers
+    topic = make_topic(4)
+    with Producer(profile(bs, partitioner="round_robin")) as producer:
+        handles = producer.send_many(ProducerRecord(topic, f"{i}".encode()) for i in range(400))
+        producer.flush(30)
+    counts = [0] * 4
+    for h in handles:
+        counts[h.result().partition] += 1
+    assert counts == [100, 100, 100, 100]
+
+
+def test_send_many_delivers_everything_in_order(kafka_cluster: Any, make_topic: Any) -> None:
+    bs = kafka_cluster.bootstrap_servers
+    topic = make_topic(1)
+    n = 20_000
+    with Producer(profile(bs)) as producer:
+        handles = producer.send_many(ProducerRecord(topic, str(i).encode()) for i in range(n))
+        producer.flush(60)
+        assert producer.delivered == n and producer.failed == 0
+    assert [h.result().offset for h in handles] == list(range(n))
+    values = [int(m.value()) for m in read_all(bs, topic, n)]
+    assert values == list(range(n))
+
+
+def test_transaction_commit_and_abort(kafka_cluster: Any, make_topic: Any) -> None:
+    bs = kafka_cluster.bootstrap_servers
+    topic = make_topic(2)
+    with Producer(profile(bs, "exactly_once")) as producer:
+        with producer.transaction():
+            producer.send(topic, b"committed-1")
+            producer.send(topic, b"committed-2")
+        with pytest.raises(RuntimeError, match="handler blew up"), producer.transaction():
+            producer.send(topic, b"aborted")
+            raise RuntimeError("handler blew up")
+        with producer.transaction():
+            producer.send(topic, b"committed-3")
+    values = sorted(m.value() for m in read_all(bs, topic))
+    assert values == [b"committed-1", b"committed-2", b"committed-3"]
+
+
+def test_transactions_refused_without_exactly_once(kafka_cluster: Any) -> None:
+    producer = Producer(profile(kafka_cluster.bootstrap_servers))
+    with pytest.raises(ConfigurationError, match="exactly_once") as info:
+        producer.begin_transaction()
+    assert info.value.field == "guarantee"
+    producer.close()
+
+
+def test_prefix_profile_needs_concrete_id() -> None:
+    p = profile("127.0.0.1:1", "exactly_once", transactional_id=None, transactional_id_prefix="svc-")
+    with pytest.raises(ConfigurationError) as info:
+        Producer(p)
+    assert info.value.field == "transactional_id"
+    assert Producer(p, transactional_id="svc-0").config["transactional.id"] == "svc-0"
+
+
+def test_bad_librdkafka_extra_is_a_configuration_error() -> None:
+    producer = Producer(profile("127.0.0.1:1", extras={"no.such.setting": 1}))
+    with pytest.raises(ConfigurationError, match="no.such.setting"):
+        producer.send("t", b"v")
