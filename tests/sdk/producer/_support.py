@@ -18,7 +18,12 @@ def profile(bootstrap: str, guarantee: str = "at_least_once", **kw: Any) -> Prod
 
 
 def read_all(
-    bootstrap: str, topic: str, expect: int | None = None, *, timeout: float = 60.0, idle: float = 3.0
+    bootstrap: str,
+    topic: str,
+    expect: int | None = None,
+    *,
+    timeout: float = 60.0,
+    idle: float = 3.0,
 ) -> list[Any]:
     """Read a topic from the start with a raw read_committed consumer (not the SDK)."""
     consumer = Consumer(
@@ -43,9 +48,7 @@ def read_all(
             out += got
             if got:
                 last = time.monotonic()
-            elif expect is None and out and time.monotonic() - last > idle:
-                break
-            elif expect is None and not out and time.monotonic() - last > idle * 3:
+            elif expect is None and time.monotonic() - last > (idle if out else idle * 3):
                 break
     finally:
         consumer.close()

@@ -117,18 +117,20 @@ def test_full_local_queue_waits_then_fails_with_the_record() -> None:
 
 def test_serializer_output_that_is_not_bytes(kafka_cluster: Any, make_topic: Any) -> None:
     topic = make_topic(1)
-    with Producer(
-        profile(kafka_cluster.bootstrap_servers), value_serializer=lambda obj, _t: str(obj)
-    ) as producer:
-        with pytest.raises(SerializationError, match="returned str, not bytes") as info:
-            producer.send(topic, 42)
+    with (
+        Producer(
+            profile(kafka_cluster.bootstrap_servers), value_serializer=lambda obj, _t: str(obj)
+        ) as producer,
+        pytest.raises(SerializationError, match="returned str, not bytes") as info,
+    ):
+        producer.send(topic, 42)
     assert info.value.record.value == 42
 
 
 def test_serializer_that_raises(kafka_cluster: Any, make_topic: Any) -> None:
     topic = make_topic(1)
-    with Producer(profile(kafka_cluster.bootstrap_servers), value_serializer="json") as producer:
-        with pytest.raises(SerializationError, match=f"for '{topic}'") as info:
-            producer.send(topic, {"not": {1, 2}})  # a set is not JSON
+    producer = Producer(profile(kafka_cluster.bootstrap_servers), value_serializer="json")
+    with producer, pytest.raises(SerializationError, match=f"for '{topic}'") as info:
+        producer.send(topic, {"not": {1, 2}})  # a set is not JSON
     assert info.value.record.value == {"not": {1, 2}}
     assert info.value.__cause__ is not None or "set" in str(info.value)
