@@ -77,6 +77,8 @@ class Producer:
         check_topics: Look each new topic up once before its first record, so an unknown topic
             fails at ``send()`` instead of after the delivery timeout.
         metadata_timeout: Seconds for that lookup.
+        partition_refresh_s: Seconds a Python partitioner trusts a topic's partition count;
+            partitions added at runtime are used after at most this long.
         client_factory: Builds the underlying client from the rendered config (tests, or a
             patched client); defaults to ``confluent_kafka.Producer``.
 
@@ -96,6 +98,7 @@ class Producer:
         queue_full_timeout: float = 30.0,
         check_topics: bool = True,
         metadata_timeout: float = 10.0,
+        partition_refresh_s: float = 30.0,
         client_factory: Callable[[dict[str, Any]], Any] | None = None,
     ) -> None:
         if queue_full_timeout <= 0 or metadata_timeout <= 0:
@@ -106,7 +109,12 @@ class Producer:
         self._key_ser = resolve_serializer(key_serializer)
         self._value_ser = resolve_serializer(value_serializer)
         base = profile.render(transactional_id)  # refuses a prefix-only exactly_once profile
-        self._router = PartitionRouter(partitioner or profile.partitioner, base)
+        self._router = PartitionRouter(
+            partitioner or profile.partitioner,
+            base,
+            metadata_max_age=partition_refresh_s,
+            metadata_timeout=metadata_timeout,
+        )
         self._config: dict[str, Any] = {**base, **self._router.producer_config()}
         self._native = self._router.native
         self._transactional = profile.guarantee is Guarantee.EXACTLY_ONCE

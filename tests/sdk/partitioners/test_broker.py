@@ -27,6 +27,7 @@ from sdk.partitioners import (
     StickyPartitioner,
     resolve_partitioner,
 )
+from sdk.producer import Producer as SdkProducer
 from sdk.profiles import load_profiles
 
 pytestmark = pytest.mark.broker
@@ -252,11 +253,8 @@ def test_entry_point_partitioner_selected_by_yaml_profile(
         f"    partitioner: last-class-{plugin_dist}\n"
     )
     profile = load_profiles(profile_file).producer("custom")
-    config = profile.render()
-    router = PartitionRouter(profile.partitioner, config)
-    assert router.partitioner.name == "last" and not router.native
-    producer = Producer({**config, **router.producer_config()})
-    router.attach(producer)
-    values = [f"v{i}".encode() for i in range(20)]
-    _produce(router, producer, topic, values, key=b"any")
+    with SdkProducer(profile) as producer:
+        assert "partitioner" not in producer.config  # routed in Python, not by librdkafka
+        handles = [producer.send(topic, f"v{i}".encode(), key=b"any") for i in range(20)]
+    assert {h.result().partition for h in handles} == {3}
     assert set(_read_back(kafka_cluster.bootstrap_servers, topic, 4).values()) == {3}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -144,3 +145,20 @@ def test_bad_librdkafka_extra_is_a_configuration_error() -> None:
     producer = Producer(profile("127.0.0.1:1", extras={"no.such.setting": 1}))
     with pytest.raises(ConfigurationError, match=r"no\.such\.setting"):
         producer.send("t", b"v")
+
+
+def test_python_partitioner_picks_up_added_partitions(kafka_cluster: Any, make_topic: Any) -> None:
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    bs = kafka_cluster.bootstrap_servers
+    topic = make_topic(2)
+    with Producer(profile(bs, partitioner="round_robin"), partition_refresh_s=1.0) as producer:
+        before = producer.send_many(ProducerRecord(topic, b"b") for _ in range(10))
+        producer.flush(30)
+        admin = AdminClient({"bootstrap.servers": bs})
+        admin.create_partitions([NewPartitions(topic, 4)])[topic].result(30)
+        time.sleep(1.5)  # past partition_refresh_s: the next record refreshes the count
+        after = producer.send_many(ProducerRecord(topic, b"a") for _ in range(20))
+        producer.flush(30)
+    assert {h.result().partition for h in before} == {0, 1}
+    assert {h.result().partition for h in after} == {0, 1, 2, 3}
