@@ -1,0 +1,573 @@
+"""The SDK consumer: a guarantee-shaped wrapper that holds a ``confluent_kafka.Consumer``."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from types import TracebackType
+from typing import Any
+
+from sdk.consumer._failure import DeadLetterSink, RecordDecoder, run_handler
+from sdk.consumer._kafka import call_kafka, check_partitions, next_offsets, translate
+from sdk.consumer._offsets import AckTracker
+from sdk.consumer._records import (
+    BatchRecordHandler,
+    ConsumerRecord,
+    ConsumerState,
+    ConsumerStats,
+    RecordHandler,
+)
+from sdk.errors import (
+    AuthorizationError,
+    BrokerUnreachableError,
+    ClosedError,
+    ConfigurationError,
+    HandlerError,
+    KafkaClientError,
+    SdkError,
+    SerializationError,
+    UnknownTopicError,
+)
+from sdk.processor._failure import HandlerRunner
+from sdk.profiles import ConsumerProfile, Guarantee
+from sdk.serialization import Deserializer
+
+__all__ = ["Consumer"]
+
+_log = logging.getLogger(__name__)
+_AMO = Guarantee.AT_MOST_ONCE
+_ALO = Guarantee.AT_LEAST_ONCE
+
+
+class Consumer:
+    """Consume with the commit ordering of an ``at_most_once`` or ``at_least_once`` profile.
+
+    * ``at_most_once``: each polled batch's offsets are committed **synchronously before** any
+      handler runs. A crash loses the records in flight, never repeats one.
+    * ``at_least_once``: an offset is stored only **after** its record was handled (or
+      dead-lettered); librdkafka's auto-commit timer commits stored offsets, and the SDK
+      commits them synchronously on revoke, at the end of every run and on close. A crash
+      repeats the records handled since the last commit, never loses one.
+
+    Three ways to consume: :meth:`run` (one record per handler call), :meth:`run_batch` (up to
+    ``profile.batch_size`` per call) and iteration with explicit :meth:`ack`. A failing handler
+    is retried per ``profile.failure``, then the record goes to the dead-letter topic or the
+    run stops with :class:`HandlerError`; records that cannot be deserialized go the same way
+    with a :class:`SerializationError`. No network I/O happens before the first run.
+
+    Example::
+
+        with Consumer(profile, ["logs"], value_deserializer="json") as consumer:
+            consumer.run(lambda record: store(record.value), handle_sigterm=True)
+
+    Args:
+        profile: The consumer profile (``at_most_once`` or ``at_least_once``).
+        topics: Topics to subscribe to (names, or ``^regex`` patterns).
+        key_deserializer: Name (``bytes``, ``str``, ``json``) or ``(data, topic) -> object``.
+        value_deserializer: Same, for values.
+        dead_letter_producer_config: Extra librdkafka keys for the dead-letter producer (it is
+            always acks=all and idempotent; keys that would weaken that are refused).
+        poll_timeout_s: Longest wait of one poll; bounds how late :meth:`stop` is noticed.
+        client_factory: Builds the client from the rendered config (default
+            ``confluent_kafka.Consumer``).
+
+    Raises:
+        ConfigurationError: An ``exactly_once`` profile (use :class:`sdk.processor.Processor`),
+            no topics, an unknown deserializer, a bad ``failure.retry_on`` type, or a
+            dead-letter producer key that would weaken it.
+    """
+
+    def __init__(
+        self,
+        profile: ConsumerProfile,
+        topics: Sequence[str],
+        *,
+        key_deserializer: str | Deserializer = "bytes",
+        value_deserializer: str | Deserializer = "bytes",
+        dead_letter_producer_config: Mapping[str, Any] | None = None,
+        poll_timeout_s: float = 0.2,
+        client_factory: Callable[[dict[str, Any]], Any] | None = None,
+    ) -> None:
+        if profile.guarantee is Guarantee.EXACTLY_ONCE:
+            raise ConfigurationError(
+                "guarantee: an exactly_once consumer must commit its offsets inside the "
+                "producer's transaction; use sdk.processor.Processor with a ProcessingProfile",
+                field="guarantee",
+            )
+        names = [topics] if isinstance(topics, str) else list(topics)
+        if not names or not all(isinstance(t, str) and t for t in names):
+            raise ConfigurationError(
+                "topics: give at least one non-empty topic name", field="topics"
+            )
+        if poll_timeout_s <= 0:
+            raise ConfigurationError("poll_timeout_s: must be > 0", field="poll_timeout_s")
+        self.profile = profile
+        self.guarantee = profile.guarantee
+        self.topics = names
+        self._decoder = RecordDecoder(key_deserializer, value_deserializer)
+        self._runner = HandlerRunner(profile.failure)
+        self._dlq: DeadLetterSink | None = None
+        if profile.failure.dlq_topic:
+            self._dlq = DeadLetterSink(profile, dead_letter_producer_config)
+        elif dead_letter_producer_config:
+            raise ConfigurationError(
+                "dead_letter_producer_config: the profile has no failure.dlq_topic",
+                field="dead_letter_producer_config",
+            )
+        self._poll_timeout = poll_timeout_s
+        self._factory = client_factory
+        self._client: Any = None
+        self._state = ConsumerState.NEW
+        self._stop = threading.Event()
+        self._tracker = AckTracker()
+        self._callback_error: BaseException | None = None
+        self._last_client_error: KafkaClientError | None = None
+        self._assigned_ever = False
+        self._in_flight = 0
+        self.stats = ConsumerStats()
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def state(self) -> ConsumerState:
+        """Where the consumer is in its lifecycle."""
+        return self._state
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The librdkafka configuration the client is (or will be) created with."""
+        return dict(self.profile.render())
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc is None:
+            self.close()
+            return
+        with suppress(SdkError):  # an error is propagating: commit what we can, don't mask it
+            self.close()
+
+    def stop(self) -> None:
+        """Make the current (or next) run return soon; thread- and signal-safe.
+
+        ``at_least_once`` stops after the record in hand; ``at_most_once`` first finishes the
+        polled batch (its offsets are already committed: skipping it would lose it). The run
+        then commits what was handled and returns.
+        """
+        self._stop.set()
+
+    def close(self) -> None:
+        """Commit the stored offsets (at_least_once), leave the group, release clients.
+
+        Idempotent. Only :meth:`stop` may be called from another thread while a run is going.
+
+        Raises:
+            KafkaClientError: The final commit failed (the client is closed anyway).
+        """
+        if self._state is ConsumerState.CLOSED:
+            return
+        self._stop.set()
+        client, self._client = self._client, None
+        self._state = ConsumerState.CLOSED
+        try:
+            if client is not None:
+                self._commit_stored(client, "commit on close")
+        finally:
+            if client is not None:
+                with suppress(Exception):
+                    client.close()
+            if self._dlq is not None:
+                self._dlq.close()
+
+    def _open(self) -> Any:
+        if self._state is ConsumerState.CLOSED:
+            raise ClosedError("this Consumer is closed; create a new one")
+        if self._client is None:
+            factory = self._factory
+            if factory is None:
+                from confluent_kafka import Consumer as _Client
+
+                factory = _Client
+            config: dict[str, Any] = dict(self.profile.render())
+            config["error_cb"] = self._on_client_error
+            try:
+                client = factory(config)
+            except Exception as exc:  # KafkaException for a bad librdkafka key/value
+                raise ConfigurationError(
+                    f"librdkafka refused the consumer configuration: {exc}"
+                ) from exc
+            client.subscribe(
+                self.topics,
+                on_assign=self._on_assign,
+                on_revoke=self._on_revoke,
+                on_lost=self._on_lost,
+            )
+            self._client = client
+            self._state = ConsumerState.OPEN
+        return self._client
+
+    # ------------------------------------------------------------------ public loops
+    def run(
+        self,
+        handler: RecordHandler | Callable[[ConsumerRecord], Any],
+        *,
+        max_records: int | None = None,
+        idle_timeout: float | None = None,
+        handle_sigterm: bool = False,
+    ) -> ConsumerStats:
+        """Call ``handler(record)`` for each record until stopped; commit per the guarantee.
+
+        Args:
+            handler: Called once per record (retried per ``profile.failure``).
+            max_records: Return after taking this many records from Kafka (poison pills count).
+            idle_timeout: Return after this many seconds without a record.
+            handle_sigterm: Turn SIGTERM into :meth:`stop` while running (main thread only):
+                the run commits what was handled and returns.
+
+        Returns:
+            The counters (cumulative over runs).
+
+        Raises:
+            ClosedError: The consumer is closed.
+            HandlerError: The handler failed every attempt and ``on_failure="stop"``; the
+                record is on ``.record`` and its offset is not stored.
+            SerializationError: A poison pill with ``on_failure="stop"``.
+            UnknownTopicError: A subscribed topic does not exist.
+            BrokerUnreachableError: ``idle_timeout`` passed without ever reaching a broker.
+            KafkaClientError: A commit, dead-letter delivery or fatal client error.
+        """
+        with self._running(handle_sigterm):
+            for messages in self._batches(max_records, idle_timeout):
+                self._handle_each(handler, messages)
+        return self.stats
+
+    def run_batch(
+        self,
+        handler: BatchRecordHandler | Callable[[list[ConsumerRecord]], Any],
+        *,
+        max_records: int | None = None,
+        idle_timeout: float | None = None,
+        handle_sigterm: bool = False,
+    ) -> ConsumerStats:
+        """Like :meth:`run`, but ``handler(records)`` gets each polled batch at once.
+
+        A failing batch is retried as a whole, then dead-lettered record by record (or the run
+        stops). Poison pills are taken out of the batch: the records before one are handled
+        first, so per-partition order of offsets is kept.
+
+        Raises:
+            ClosedError: See :meth:`run`.
+            HandlerError: See :meth:`run` (``.record`` is the list of records).
+            SerializationError: See :meth:`run`.
+            KafkaClientError: See :meth:`run`.
+        """
+        with self._running(handle_sigterm):
+            for messages in self._batches(max_records, idle_timeout):
+                self._handle_batch(handler, messages)
+        return self.stats
+
+    def records(
+        self,
+        *,
+        max_records: int | None = None,
+        idle_timeout: float | None = None,
+        handle_sigterm: bool = False,
+    ) -> Iterator[ConsumerRecord]:
+        """Yield records; ``at_least_once`` stores an offset only once :meth:`ack` allows.
+
+        ``at_most_once`` commits each polled batch before yielding its first record, so
+        :meth:`ack` is a no-op there. ``at_least_once`` stores, per partition, the offset after
+        the longest prefix of acknowledged records (acks may come out of order). Records not
+        acknowledged when their partition is revoked are delivered again (to the new owner).
+
+        Raises:
+            ClosedError: See :meth:`run`.
+            SerializationError: A poison pill with ``on_failure="stop"`` (with ``"dlq"`` it is
+                dead-lettered and acknowledged without being yielded).
+            KafkaClientError: See :meth:`run`.
+        """
+        with self._running(handle_sigterm):
+            for messages in self._batches(max_records, idle_timeout):
+                for message in messages:
+                    if self.guarantee is _ALO:
+                        self._tracker.track(message.topic(), message.partition(), message.offset())
+                    record = self._decode(message)
+                    self._in_flight -= 1
+                    if record is None:
+                        self._ack(message.topic(), message.partition(), message.offset())
+                    else:
+                        yield record
+
+    def __iter__(self) -> Iterator[ConsumerRecord]:
+        return self.records()
+
+    def ack(self, record: ConsumerRecord) -> None:
+        """Acknowledge a record from :meth:`records` (at_least_once: may store an offset).
+
+        Raises:
+            ClosedError: The consumer is closed.
+            KafkaClientError: Storing the offset failed.
+        """
+        if self._state is ConsumerState.CLOSED:
+            raise ClosedError("ack() after close(): the offset can no longer be stored")
+        if self.guarantee is _ALO:
+            self._ack(record.topic, record.partition, record.offset)
+
+    def dead_letter(self, record: ConsumerRecord, error: BaseException) -> None:
+        """Send a record to the dead-letter topic and wait for it (then :meth:`ack` it).
+
+        Raises:
+            ConfigurationError: The profile has no ``failure.dlq_topic``.
+            KafkaClientError: The dead-letter record was not acknowledged.
+        """
+        if self._dlq is None:
+            raise ConfigurationError(
+                "failure.dlq_topic: dead_letter() needs a dead-letter topic in the profile",
+                field="failure.dlq_topic",
+            )
+        self._dlq.send(record.raw, error, attempts=0, stage="user")
+        self.stats.dead_lettered += 1
+
+    # ------------------------------------------------------------------ the loop
+    @contextmanager
+    def _running(self, handle_sigterm: bool) -> Iterator[None]:
+        """Install the SIGTERM handler if asked; on the way out commit what was handled."""
+        self._open()
+        previous: Any = None
+        if handle_sigterm:
+            if threading.current_thread() is not threading.main_thread():
+                raise ConfigurationError(
+                    "handle_sigterm: signal handlers can only be installed in the main thread",
+                    field="handle_sigterm",
+                )
+            previous = signal.signal(signal.SIGTERM, lambda *_: self.stop())
+        failed = True
+        try:
+            yield
+            failed = False
+        finally:
+            if handle_sigterm:
+                signal.signal(signal.SIGTERM, previous)
+            self._stop.clear()
+            if self._in_flight and self.guarantee is _AMO:
+                self.stats.abandoned += self._in_flight
+            self._in_flight = 0
+            client = self._client
+            if client is not None:
+                if failed:
+                    try:
+                        self._commit_stored(client, "commit at the end of the run")
+                    except SdkError as exc:  # don't mask the error that ended the run
+                        _log.warning("%s", exc)
+                else:
+                    self._commit_stored(client, "commit at the end of the run")
+
+    def _batches(self, max_records: int | None, idle_timeout: float | None) -> Iterator[list[Any]]:
+        """Yield polled batches (at_most_once: each already committed)."""
+        client = self._open()
+        taken = 0
+        last = time.monotonic()
+        while not self._stop.is_set():
+            limit = self.profile.batch_size
+            if max_records is not None:
+                limit = min(limit, max_records - taken)
+                if limit <= 0:
+                    return
+            messages = self._poll(client, limit)
+            if not messages:
+                if idle_timeout is not None and time.monotonic() - last >= idle_timeout:
+                    self._raise_if_never_connected()
+                    return
+                continue
+            last = time.monotonic()
+            taken += len(messages)
+            self.stats.polled += len(messages)
+            if self.guarantee is _AMO:
+                self._commit_before_handling(client, messages)
+            self._in_flight = len(messages)
+            yield messages
+
+    def _poll(self, client: Any, limit: int) -> list[Any]:
+        from confluent_kafka import KafkaError
+
+        messages = call_kafka(lambda: client.consume(limit, self._poll_timeout), context="consume")
+        self._raise_callback_error()
+        out = []
+        for message in messages:
+            err = message.error()
+            if err is None:
+                out.append(message)
+                continue
+            if err.code() == KafkaError._PARTITION_EOF:
+                continue
+            where = message.topic() or ", ".join(self.topics)
+            error = translate(err, f"consume from {where}")
+            if err.fatal() or isinstance(error, UnknownTopicError | AuthorizationError):
+                raise error  # nothing of this batch was committed, stored or handled
+            self.stats.note(str(error))
+            _log.warning("%s", error)
+        return out
+
+    def _handle_each(self, handler: Callable[[ConsumerRecord], Any], messages: list[Any]) -> None:
+        for message in messages:
+            if self._stop.is_set() and self.guarantee is _ALO:
+                return  # not stored: read again by the next run or the next owner
+            record = self._decode(message)
+            if record is not None:
+                self._handle_unit(handler, record, [message])
+            self._done([message])
+
+    def _handle_batch(
+        self, handler: Callable[[list[ConsumerRecord]], Any], messages: list[Any]
+    ) -> None:
+        records: list[ConsumerRecord] = []
+        taken: list[Any] = []
+        for message in messages:
+            record = self._decode_or_none(message)
+            if record is not None:
+                records.append(record)
+                taken.append(message)
+                continue
+            if records:  # keep the offset order: handle what came before the poison pill
+                self._handle_unit(handler, records, taken)
+                self._done(taken)
+                records, taken = [], []
+            self._decode(message)  # applies the failure policy to the poison pill
+            self._done([message])
+        if records:
+            self._handle_unit(handler, records, taken)
+            self._done(taken)
+
+    def _decode_or_none(self, message: Any) -> ConsumerRecord | None:
+        try:
+            return self._decoder.decode(message)
+        except SerializationError:
+            return None
+
+    def _decode(self, message: Any) -> ConsumerRecord | None:
+        """Decode; a poison pill is dead-lettered (returns None) or raised (on_failure=stop)."""
+        try:
+            return self._decoder.decode(message)
+        except SerializationError as exc:
+            self.stats.deserialization_failures += 1
+            self._fail(exc, [message], attempts=0, stage="deserialize")
+            return None
+
+    def _handle_unit(self, handler: Callable[[Any], Any], arg: Any, messages: list[Any]) -> None:
+        try:
+            run_handler(self._runner, handler, arg)
+        except HandlerError as exc:
+            self.stats.handler_failures += len(messages)
+            self._fail(exc, messages, attempts=exc.attempts, stage="handler")
+            return
+        self.stats.handled += len(messages)
+
+    def _fail(self, error: SdkError, messages: list[Any], *, attempts: int, stage: str) -> None:
+        """Dead-letter ``messages`` (waiting for the acknowledgement) or raise ``error``."""
+        if self.profile.failure.on_failure == "stop" or self._dlq is None:
+            _log.error("stopping: %s", error)
+            raise error
+        for message in messages:
+            self._dlq.send(message, error, attempts=attempts, stage=stage)
+            self.stats.dead_lettered += 1
+
+    def _done(self, messages: list[Any]) -> None:
+        """The records are handled or dead-lettered: store their offsets (at_least_once)."""
+        self._in_flight -= len(messages)
+        if self.guarantee is not _ALO or self._client is None:
+            return
+        client = self._client
+        offsets = next_offsets(messages)
+        call_kafka(lambda: client.store_offsets(offsets=offsets), context="store_offsets")
+        self.stats.stored += 1
+
+    def _ack(self, topic: str, partition: int, offset: int) -> None:
+        from confluent_kafka import TopicPartition
+
+        try:
+            next_offset = self._tracker.ack(topic, partition, offset)
+        except KeyError:
+            self.stats.stale_acks += 1
+            return
+        client = self._client
+        if next_offset is None or client is None:
+            return
+        offsets = [TopicPartition(topic, partition, next_offset)]
+        call_kafka(lambda: client.store_offsets(offsets=offsets), context="store_offsets")
+        self.stats.stored += 1
+
+    # ------------------------------------------------------------------ commits
+    def _commit_before_handling(self, client: Any, messages: list[Any]) -> None:
+        """at_most_once: commit the batch synchronously before any handler sees it."""
+        offsets = next_offsets(messages)
+        context = "commit before handling (at_most_once)"
+        result = call_kafka(
+            lambda: client.commit(offsets=offsets, asynchronous=False),
+            context=context,
+            commit=True,
+        )
+        check_partitions(result, context)
+        self.stats.commits += 1
+
+    def _commit_stored(self, client: Any, context: str) -> None:
+        """at_least_once: commit the stored offsets synchronously (no-op if none)."""
+        from confluent_kafka import KafkaError
+
+        if self.guarantee is not _ALO:
+            return
+        try:
+            result = call_kafka(
+                lambda: client.commit(asynchronous=False), context=context, commit=True
+            )
+        except KafkaClientError as exc:
+            if exc.code == KafkaError._NO_OFFSET:
+                return  # nothing stored since the last commit
+            raise
+        check_partitions(result, context)
+        self.stats.commits += 1
+
+    # ------------------------------------------------------------------ callbacks
+    def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
+        self._assigned_ever = True
+
+    def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
+        """Commit what was handled before the partitions go to another member."""
+        self.stats.revoked += 1
+        try:
+            self._commit_stored(consumer, "commit on revoke")
+        except SdkError as exc:  # at_least_once: the new owner repeats those records
+            self.stats.note(str(exc))
+            _log.warning("%s", exc)
+        self._tracker.forget((tp.topic, tp.partition) for tp in partitions)
+
+    def _on_lost(self, consumer: Any, partitions: list[Any]) -> None:
+        """Partitions were lost (session expired): no commit is possible any more."""
+        self.stats.lost += 1
+        self._tracker.forget((tp.topic, tp.partition) for tp in partitions)
+
+    def _on_client_error(self, kafka_error: Any) -> None:
+        error = translate(kafka_error, "consumer")
+        self._last_client_error = error
+        if kafka_error.fatal():
+            self._callback_error = error
+        else:
+            self.stats.note(str(error))
+
+    def _raise_callback_error(self) -> None:
+        if self._callback_error is not None:
+            error, self._callback_error = self._callback_error, None
+            raise error
+
+    def _raise_if_never_connected(self) -> None:
+        error = self._last_client_error
+        if not self._assigned_ever and isinstance(error, BrokerUnreachableError):
+            raise error

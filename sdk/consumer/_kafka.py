@@ -1,0 +1,81 @@
+"""The consumer's Kafka calls: retried while librdkafka says retriable, translated once."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from sdk.errors import CommitError, KafkaClientError, from_kafka_error
+
+__all__ = ["call_kafka", "check_partitions", "next_offsets", "translate"]
+
+T = TypeVar("T")
+
+
+def translate(kafka_error: Any, context: str, *, commit: bool = False) -> KafkaClientError:
+    """Translate a ``KafkaError`` via :func:`sdk.errors.from_kafka_error`.
+
+    Args:
+        kafka_error: The ``confluent_kafka.KafkaError``.
+        context: What the consumer was doing (starts the message).
+        commit: The call was an offset commit or store: an error that has no more specific
+            class becomes a :class:`~sdk.errors.CommitError`.
+
+    Returns:
+        The translated error.
+    """
+    error = from_kafka_error(kafka_error, context=context)
+    if commit and type(error) is KafkaClientError:
+        return CommitError(str(error), kafka_error=kafka_error)
+    return error
+
+
+def call_kafka(fn: Callable[[], T], *, context: str, commit: bool = False, attempts: int = 5) -> T:
+    """Run one consumer call; retry it (exponential backoff) while the error is retriable.
+
+    Args:
+        fn: The call, e.g. ``lambda: client.commit(asynchronous=False)``.
+        context: Name of the call, starts the error message.
+        commit: See :func:`translate`.
+        attempts: Attempts in total before the last error is raised.
+
+    Returns:
+        What ``fn`` returned.
+
+    Raises:
+        KafkaClientError: The translated error (CommitError for a refused commit).
+    """
+    from confluent_kafka import KafkaException
+
+    for attempt in range(1, attempts + 1):
+        try:
+            return fn()
+        except KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            retriable = err is not None and err.retriable() and not err.fatal()
+            if not retriable or attempt == attempts:
+                raise translate(err, context, commit=commit) from exc
+            time.sleep(min(2.0, 0.05 * 2**attempt))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def next_offsets(messages: Iterable[Any]) -> list[Any]:
+    """The next offset to read per partition after ``messages``, sorted, as TopicPartitions."""
+    from confluent_kafka import TopicPartition
+
+    last: dict[tuple[str, int], int] = {}
+    for m in messages:
+        last[(m.topic(), m.partition())] = m.offset() + 1
+    return [TopicPartition(t, p, o) for (t, p), o in sorted(last.items())]
+
+
+def check_partitions(result: Any, context: str) -> None:
+    """Raise the first per-partition error of a synchronous commit's result.
+
+    Raises:
+        KafkaClientError: A partition's commit failed (CommitError unless more specific).
+    """
+    for tp in result or ():
+        if tp.error is not None:
+            raise translate(tp.error, f"{context} {tp.topic}[{tp.partition}]", commit=True)

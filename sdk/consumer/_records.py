@@ -1,0 +1,114 @@
+"""Value objects of the consuming side: the record, the handler protocols, state and counters."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Protocol
+
+__all__ = [
+    "BatchRecordHandler",
+    "ConsumerRecord",
+    "ConsumerState",
+    "ConsumerStats",
+    "RecordHandler",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRecord:
+    """One consumed record, key and value already deserialized.
+
+    Attributes:
+        topic: Topic the record was read from.
+        partition: Partition number.
+        offset: Offset of the record in its partition.
+        key: Deserialized key (None for a record without key).
+        value: Deserialized value (None for a tombstone).
+        headers: Header ``(name, value)`` pairs in broker order (empty tuple if none).
+        timestamp_ms: Record timestamp in ms since the epoch, or None if the broker has none.
+        raw: The ``confluent_kafka.Message`` it came from (raw key/value bytes, for DLQs).
+    """
+
+    topic: str
+    partition: int
+    offset: int
+    key: Any
+    value: Any
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    timestamp_ms: int | None = None
+    raw: Any = field(default=None, repr=False, compare=False)
+
+
+class RecordHandler(Protocol):
+    """Handle one record; raising counts as a failure (retried, then DLQ or stop)."""
+
+    def __call__(self, record: ConsumerRecord, /) -> Any:
+        """Handle ``record``; the return value is ignored."""
+        ...
+
+
+class BatchRecordHandler(Protocol):
+    """Handle a batch of records at once (up to ``profile.batch_size``)."""
+
+    def __call__(self, records: list[ConsumerRecord], /) -> Any:
+        """Handle ``records`` in order; the return value is ignored."""
+        ...
+
+
+class ConsumerState(Enum):
+    """Lifecycle of a :class:`~sdk.consumer.Consumer`: no client yet, open, closed (refuses)."""
+
+    NEW = "new"
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+@dataclass
+class ConsumerStats:
+    """What the consumer did; each outcome has its own counter.
+
+    Attributes:
+        polled: Records taken from Kafka (poison pills included).
+        handled: Records whose handler (or batch handler) succeeded.
+        handler_failures: Records on which the handler failed every attempt.
+        deserialization_failures: Records whose key or value could not be deserialized.
+        dead_lettered: Records sent to the dead-letter topic (and acknowledged there).
+        commits: Synchronous offset commits made by the SDK (at_most_once before handling;
+            at_least_once on revoke, stop and close).
+        stored: Offsets stored for the auto-commit timer (at_least_once).
+        abandoned: at_most_once only: records whose offset was committed but whose handler
+            never ran (the run stopped on an error in the middle of a polled batch). They are
+            lost, which is what at-most-once allows; this counter makes the loss visible.
+        stale_acks: ``ack()`` calls for records of a partition no longer assigned (or acked
+            twice); nothing is stored for them.
+        revoked: Rebalance revocations handled.
+        lost: Partition losses (session expired) seen.
+        errors: Non-fatal client error events, translated (kept to the last 100).
+    """
+
+    polled: int = 0
+    handled: int = 0
+    handler_failures: int = 0
+    deserialization_failures: int = 0
+    dead_lettered: int = 0
+    commits: int = 0
+    stored: int = 0
+    abandoned: int = 0
+    stale_acks: int = 0
+    revoked: int = 0
+    lost: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def note(self, error: str) -> None:
+        """Remember a non-fatal error event (the last 100 are kept)."""
+        self.errors.append(error)
+        if len(self.errors) > 100:
+            del self.errors[:10]
+
+
+def headers_of(message: Any) -> tuple[tuple[str, bytes | None], ...]:
+    """The headers of a ``confluent_kafka.Message`` as a tuple (empty if none)."""
+    raw: Sequence[tuple[str, bytes | None]] | None = message.headers()
+    return tuple(raw) if raw else ()
