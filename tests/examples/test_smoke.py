@@ -1,0 +1,41 @@
+"""Every runnable example runs to completion against the session's broker (CI smoke test)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.broker
+
+# example -> (arguments, a line its output must contain)
+EXAMPLES: dict[str, tuple[list[str], str]] = {
+    "metrics_emitter.py": (["--seconds", "2"], "metrics emitter: sent"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_example_runs(name: str, kafka_cluster: Any) -> None:
+    args, expect = EXAMPLES[name]
+    env = {
+        **os.environ,
+        "KAFKA_BOOTSTRAP_SERVERS": kafka_cluster.bootstrap_servers,
+        "PYTHONPATH": str(ROOT),
+    }
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / name), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=180,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert expect in run.stdout
