@@ -1,0 +1,148 @@
+"""The span of one Kafka transaction: begun once, ended exactly once with its outcome."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Literal, get_args
+
+from opentelemetry.trace import Span, SpanContext, Status, StatusCode
+
+from sdk.observability import _conventions as c
+
+if TYPE_CHECKING:
+    from sdk.observability._metrics import Instruments
+
+__all__ = ["Outcome", "TransactionSpan"]
+
+Outcome = Literal["committed", "aborted", "unknown"]
+"""``unknown``: the commit/abort timed out (ambiguous) or the span ended without an outcome."""
+
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
+_log = logging.getLogger("sdk.observability")
+
+
+class TransactionSpan:
+    """An INTERNAL span ``kafka.transaction`` from begin to commit/abort, plus its metrics.
+
+    Count records with :meth:`add` (output records) and :meth:`add_input` (consumed input
+    records whose offsets join the transaction), then :meth:`end` it once; later calls to
+    :meth:`end` are ignored, so every error path may end it without bookkeeping.
+
+    Attributes:
+        transactional_id: The producer's ``transactional.id``.
+        records: Output records produced in the transaction.
+        input_records: Input records whose offsets the transaction commits.
+        outcome: The outcome once ended, else None.
+    """
+
+    def __init__(
+        self,
+        span: Span,
+        instruments: Instruments,
+        transactional_id: str,
+    ) -> None:
+        self.span = span
+        self._m = instruments
+        self.transactional_id = transactional_id
+        self.records = 0
+        self.input_records = 0
+        self.outcome: Outcome | None = None
+        self._started = time.monotonic()
+
+    @property
+    def span_context(self) -> SpanContext:
+        """The span's context (for links from the process spans of the transaction)."""
+        return self.span.get_span_context()
+
+    @property
+    def ended(self) -> bool:
+        """Whether :meth:`end` ran."""
+        return self.outcome is not None
+
+    def add(self, count: int = 1) -> None:
+        """Count ``count`` output records produced in this transaction."""
+        self.records += count
+
+    def add_input(self, count: int = 1) -> None:
+        """Count ``count`` input records whose offsets this transaction commits."""
+        self.input_records += count
+
+    def set_outcome(
+        self,
+        outcome: Outcome,
+        *,
+        records: int | None = None,
+        input_records: int | None = None,
+        error: BaseException | None = None,
+    ) -> None:
+        """Alias of :meth:`end` for use inside ``with tel.transaction_span(...)``.
+
+        Raises:
+            ValueError: ``outcome`` is not committed, aborted or unknown.
+        """
+        self.end(outcome, records=records, input_records=input_records, error=error)
+
+    def end(
+        self,
+        outcome: Outcome,
+        *,
+        records: int | None = None,
+        input_records: int | None = None,
+        error: BaseException | None = None,
+    ) -> None:
+        """End the span with ``outcome`` and count the transaction (idempotent).
+
+        Args:
+            outcome: ``committed``, ``aborted`` or ``unknown``.
+            records: Output record count, if not counted with :meth:`add`.
+            input_records: Input record count, if not counted with :meth:`add_input`.
+            error: The error that caused an abort (sets ``error.type`` and the span status).
+
+        Raises:
+            ValueError: ``outcome`` is not one of :data:`Outcome`.
+        """
+        if outcome not in OUTCOMES:
+            raise ValueError(f"outcome {outcome!r}: valid: {', '.join(OUTCOMES)}")
+        if self.outcome is not None:
+            return
+        self.outcome = outcome
+        if records is not None:
+            self.records = records
+        if input_records is not None:
+            self.input_records = input_records
+        elapsed = time.monotonic() - self._started
+        attrs = {c.MESSAGING_SYSTEM: "kafka", c.OUTCOME: outcome}
+        if error is not None:
+            attrs[c.ERROR_TYPE] = type(error).__name__
+        span = self.span
+        if span.is_recording():
+            span.set_attribute(c.OUTCOME, outcome)
+            span.set_attribute(c.MESSAGING_BATCH_MESSAGE_COUNT, self.records)
+            span.set_attribute(c.TRANSACTION_INPUT_RECORDS, self.input_records)
+            if error is not None:
+                span.set_attribute(c.ERROR_TYPE, type(error).__name__)
+                span.record_exception(error)
+            if outcome != "committed":
+                span.set_status(Status(StatusCode.ERROR, f"transaction {outcome}"))
+        span.end()
+        self._m.transactions.add(1, attrs)
+        self._m.transaction_duration.record(elapsed, attrs)
+        level = logging.DEBUG if outcome == "committed" else logging.WARNING
+        if _log.isEnabledFor(level):
+            _log.log(
+                level,
+                "transaction %s: %s records out, %s in, %.3f s%s",
+                outcome,
+                self.records,
+                self.input_records,
+                elapsed,
+                f" ({type(error).__name__})" if error is not None else "",
+                extra={
+                    "transactional_id": self.transactional_id,
+                    "outcome": outcome,
+                    "records": self.records,
+                    "input_records": self.input_records,
+                    "trace_id": format(self.span_context.trace_id, "032x"),
+                },
+            )
