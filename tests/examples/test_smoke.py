@@ -17,6 +17,7 @@ pytestmark = pytest.mark.broker
 # example -> (arguments, a line its output must contain)
 EXAMPLES: dict[str, tuple[list[str], str]] = {
     "metrics_emitter.py": (["--seconds", "2"], "metrics emitter: sent"),
+    "order_service.py": (["--orders", "500"], "order service: 500 orders in"),
 }
 
 
