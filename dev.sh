@@ -25,7 +25,7 @@ setup() {
 }
 
 case "${1:-}" in
-  demo) shift; setup; exec "$PY" examples/demo.py "$@" ;;
+  demo) shift; setup; exec "$PY" examples/guarantees_demo.py "$@" ;;
   test) shift; setup; exec "$PY" -m pytest "$@" ;;
   setup) setup ;;
   *) echo "usage: ./dev.sh demo|test [args...]" >&2; exit 2 ;;

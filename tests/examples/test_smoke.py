@@ -16,12 +16,19 @@ pytestmark = pytest.mark.broker
 
 # example -> (arguments, a line its output must contain)
 EXAMPLES: dict[str, tuple[list[str], str]] = {
+    "guarantees_demo.py": (["--records", "4000"], "every guarantee held"),
     "metrics_emitter.py": (["--seconds", "2"], "metrics emitter: sent"),
     "order_service.py": (["--orders", "500"], "order service: 500 orders in"),
 }
 
 
-@pytest.mark.parametrize("name", sorted(EXAMPLES))
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.slow) if n == "guarantees_demo.py" else n
+        for n in sorted(EXAMPLES)
+    ],
+)
 def test_example_runs(name: str, kafka_cluster: Any) -> None:
     args, expect = EXAMPLES[name]
     env = {

@@ -1,0 +1,240 @@
+"""The guarantees demo: one workload, three guarantees, real crashes, counted outcomes.
+
+Run: ``./dev.sh demo`` (or ``.venv/bin/python examples/guarantees_demo.py [--records N]``).
+Uses ``KAFKA_BOOTSTRAP_SERVERS`` if set, else starts an embedded 1-node Kafka cluster.
+
+For each guarantee, N numbered records are copied from an input topic to an output topic by a
+worker *process* running ``sdk.processor.Processor`` with that guarantee's profile. The worker
+is SIGKILLed three times mid-stream (at 25 %, 50 % and 75 % of the input committed) and
+restarted each time. Then a separate read_committed consumer counts the output: records lost
+(never copied) and duplicated (copied more than once). Expected: at_most_once may lose but never
+duplicates, at_least_once never loses but may duplicate, exactly_once does neither.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from sdk.producer import Producer, ProducerRecord
+from sdk.profiles import ProducerProfile
+from sdk.testing.admin import create_topic
+
+GUARANTEES = ("at_most_once", "at_least_once", "exactly_once")
+PARTITIONS = 4
+KILL_AT = (0.25, 0.50, 0.75)
+
+
+# --------------------------------------------------------------------------- the worker process
+def worker(spec: dict[str, Any]) -> None:
+    """Copy input → output under one guarantee until SIGTERM (runs in its own process)."""
+    from sdk.processor import OutputRecord, Processor
+    from sdk.profiles import ProcessingProfile
+
+    g, bs = spec["guarantee"], spec["bootstrap"]
+    producer: dict[str, Any] = {"guarantee": g, "bootstrap_servers": bs, "linger_ms": 5}
+    if g == "exactly_once":
+        producer["transactional_id_prefix"] = f"{spec['group']}-"
+    profile = ProcessingProfile(
+        guarantee=g,
+        consumer={
+            "guarantee": g,
+            "bootstrap_servers": bs,
+            "group_id": spec["group"],
+            "session_timeout_ms": 6000,
+            "batch_size": 200,
+            "auto_commit_interval_ms": 200,
+        },
+        producer=producer,
+        commit_interval_ms=200,
+    )
+    seen = 0
+
+    def copy(record: Any) -> list[OutputRecord]:
+        nonlocal seen
+        seen += 1
+        if seen % 100 == 0:
+            time.sleep(0.02)  # "work": keeps records in flight when the kill lands
+        return [OutputRecord(spec["output"], record.value(), key=record.key())]
+
+    processor = Processor(profile, [spec["input"]], copy, instance_id="worker-0")
+    signal.signal(signal.SIGTERM, lambda *_: processor.stop())
+    processor.run()
+
+
+# --------------------------------------------------------------------------- the driver
+@contextlib.contextmanager
+def kafka() -> Iterator[str]:
+    """Yield bootstrap servers: an existing cluster, or an embedded one for the run."""
+    if os.environ.get("KAFKA_BOOTSTRAP_SERVERS"):
+        yield os.environ["KAFKA_BOOTSTRAP_SERVERS"]
+        return
+    from sdk.testing.cluster import LocalCluster
+
+    with LocalCluster(nodes=1) as cluster:
+        yield cluster.bootstrap_servers
+
+
+def committed(bootstrap: str, group: str, topic: str) -> int:
+    """Total committed input offset of ``group`` (read without joining it)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        for _ in range(30):
+            with contextlib.suppress(KafkaException):
+                tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+                return sum(max(tp.offset, 0) for tp in consumer.committed(tps, timeout=10))
+            time.sleep(0.3)
+        raise RuntimeError(f"cannot read the committed offsets of {group}")
+    finally:
+        consumer.close()
+
+
+def count_output(bootstrap: str, topic: str, n: int) -> Counter[int]:
+    """Count each record number in ``topic`` as a read_committed reader sees it."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"audit-{time.time_ns()}",
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    counts: Counter[int] = Counter()
+    idle_since = time.monotonic()
+    while time.monotonic() - idle_since < (3 if len(counts) >= n else 10):
+        msgs = [m for m in consumer.consume(2000, 0.5) if not m.error()]
+        if msgs:
+            idle_since = time.monotonic()
+            counts.update(int(m.value()) for m in msgs)
+    consumer.close()
+    return counts
+
+
+def start_worker(spec: dict[str, Any], log: Path) -> subprocess.Popen[bytes]:
+    """Start a worker process running :func:`worker`."""
+    root = Path(__file__).resolve().parents[1]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+    }
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, __file__, "--worker", json.dumps(spec)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+
+
+def run_guarantee(bootstrap: str, guarantee: str, n: int, workdir: Path) -> dict[str, Any]:
+    """Copy ``n`` records under ``guarantee`` with three SIGKILLs; count lost and duplicated."""
+    run = time.time_ns()
+    spec = {
+        "guarantee": guarantee,
+        "bootstrap": bootstrap,
+        "input": f"demo-in-{guarantee}-{run}",
+        "output": f"demo-out-{guarantee}-{run}",
+        "group": f"demo-{guarantee}-{run}",
+    }
+    for topic in (spec["input"], spec["output"]):
+        create_topic(bootstrap, topic, PARTITIONS)
+    seed = ProducerProfile(guarantee="at_least_once", bootstrap_servers=bootstrap, linger_ms=20)
+    with Producer(seed, key_serializer="str", value_serializer="str") as producer:
+        producer.send_many(ProducerRecord(spec["input"], str(i), f"k{i % 100}") for i in range(n))
+    log = workdir / f"{guarantee}.log"
+    proc = start_worker(spec, log)
+    kills = []
+    started = time.monotonic()
+    try:
+        for fraction in KILL_AT:
+            while (done := committed(bootstrap, spec["group"], spec["input"])) < fraction * n:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"{guarantee} worker exited; see {log}")
+                time.sleep(0.1)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            kills.append(done)
+            print(f"  {guarantee}: SIGKILL at {done:,}/{n:,} committed; restarting", flush=True)
+            proc = start_worker(spec, log)
+        deadline = time.monotonic() + 300
+        while committed(bootstrap, spec["group"], spec["input"]) < n:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError(f"{guarantee} did not finish; see {log}")
+            time.sleep(0.2)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    counts = count_output(bootstrap, spec["output"], n)
+    return {
+        "guarantee": guarantee,
+        "records": n,
+        "kills": len(kills),
+        "output": sum(counts.values()),
+        "lost": n - len(counts),
+        "duplicated": sum(c - 1 for c in counts.values()),
+        "seconds": time.monotonic() - started,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--records", type=int, default=20_000)
+    parser.add_argument("--guarantee", choices=GUARANTEES, action="append")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(json.loads(args.worker))
+        return
+    import tempfile
+
+    results = []
+    with kafka() as bootstrap, tempfile.TemporaryDirectory(prefix="guarantees-demo-") as tmp:
+        for guarantee in args.guarantee or GUARANTEES:
+            print(f"{guarantee}: copying {args.records:,} records, 3 worker crashes", flush=True)
+            results.append(run_guarantee(bootstrap, guarantee, args.records, Path(tmp)))
+    print()
+    header = ("guarantee", "records", "kills", "output", "lost", "duplicated")
+    print(
+        f"{header[0]:<15} "
+        + " ".join(f"{h:>{w}}" for h, w in zip(header[1:], (8, 6, 8, 6, 11), strict=True))
+    )
+    for r in results:
+        print(
+            f"{r['guarantee']:<15} {r['records']:>8,} {r['kills']:>6} {r['output']:>8,} "
+            f"{r['lost']:>6,} {r['duplicated']:>11,}"
+        )
+    print()
+    broken = [
+        r["guarantee"]
+        for r in results
+        if (r["guarantee"] == "at_most_once" and r["duplicated"])
+        or (r["guarantee"] == "at_least_once" and r["lost"])
+        or (r["guarantee"] == "exactly_once" and (r["lost"] or r["duplicated"]))
+    ]
+    if broken:
+        raise SystemExit(f"guarantee violated: {', '.join(broken)}")
+    print(
+        "every guarantee held: at-most-once never duplicated, at-least-once never lost, "
+        "exactly-once did neither."
+    )
+
+
+if __name__ == "__main__":
+    main()
