@@ -341,14 +341,14 @@ class Consumer:
     @contextmanager
     def _running(self, handle_sigterm: bool) -> Iterator[None]:
         """Install the SIGTERM handler if asked; on the way out commit what was handled."""
+        if handle_sigterm and threading.current_thread() is not threading.main_thread():
+            raise ConfigurationError(
+                "handle_sigterm: signal handlers can only be installed in the main thread",
+                field="handle_sigterm",
+            )
         self._open()
         previous: Any = None
         if handle_sigterm:
-            if threading.current_thread() is not threading.main_thread():
-                raise ConfigurationError(
-                    "handle_sigterm: signal handlers can only be installed in the main thread",
-                    field="handle_sigterm",
-                )
             previous = signal.signal(signal.SIGTERM, lambda *_: self.stop())
         failed = True
         try:

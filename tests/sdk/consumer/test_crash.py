@@ -1,0 +1,100 @@
+"""Crash tests: a consumer process SIGKILLed mid-handling and restarted, counted in a ledger.
+
+at_most_once must never handle a record twice (losses are counted); at_least_once must handle
+every record at least once (duplicates are counted). The kills are deterministic: the worker's
+handler blocks at ledger thresholds (before or after its ledger write) and is SIGKILLed there;
+one more kill lands wherever the process happens to be once the ledger passes a count.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.sdk.consumer._support import Ledger, Worker, committed, seed, wait_for
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow]
+
+N = 10_000
+PARTS = 3
+BLOCK_AT = [[1_500, "after"], [4_000, "before"], [6_500, "after"]]
+FREE_KILL_AT = 8_500
+
+
+def _crash_run(
+    bs: str, topic: str, group: str, guarantee: str, tmp: Path
+) -> tuple[dict[int, int], int, list[int]]:
+    seed(bs, topic, N)
+    ledger_path = tmp / f"{guarantee}.db"
+    ledger = Ledger(ledger_path)  # creates the table before the first worker starts
+    args = {
+        "bootstrap": bs,
+        "topic": topic,
+        "group": group,
+        "guarantee": guarantee,
+        "ledger": str(ledger_path),
+        "markers": str(tmp),
+        "block_at": BLOCK_AT,
+        "instance": f"{group}-w",
+        "idle_timeout": 4.0,
+        "auto_commit_interval_ms": 200,
+    }
+    kills = 0
+    worker = Worker(**args)
+    try:
+        for threshold, where in BLOCK_AT:
+            marker = tmp / f"blocked-{threshold}"
+            wait_for(marker.exists, 120, f"the handler to block at {threshold} ({where})")
+            time.sleep(0.5)  # > auto.commit.interval.ms: the timer commits what was stored
+            worker.kill()
+            kills += 1
+            print(
+                f"[{guarantee}] SIGKILL #{kills} blocked {where} ledger write, "
+                f"rows={ledger.rows()} committed={committed(bs, group, topic, PARTS)}"
+            )
+            worker = Worker(**args)
+        wait_for(lambda: ledger.rows() >= FREE_KILL_AT, 120, f"{FREE_KILL_AT} ledger rows")
+        worker.kill()
+        kills += 1
+        print(
+            f"[{guarantee}] SIGKILL #{kills} at an unchosen point, rows={ledger.rows()} "
+            f"committed={committed(bs, group, topic, PARTS)}"
+        )
+        worker = Worker(**args)
+        assert worker.wait(180) == 0  # idle after the end of the topic: clean exit
+    finally:
+        worker.terminate()
+    counts = ledger.counts()
+    ledger.close()
+    return counts, kills, committed(bs, group, topic, PARTS)
+
+
+@pytest.mark.parametrize("guarantee", ["at_most_once", "at_least_once"])
+def test_consumer_survives_sigkills(
+    guarantee: str, kafka_cluster: Any, make_topic: Any, make_group: Any, tmp_path: Path
+) -> None:
+    bs = kafka_cluster.bootstrap_servers
+    topic, group = make_topic(PARTS), make_group()
+    started = time.monotonic()
+    counts, kills, offsets = _crash_run(bs, topic, group, guarantee, tmp_path)
+    handled = sum(counts.values())
+    distinct = len(counts)
+    lost = N - distinct
+    duplicates = handled - distinct
+    twice = sum(1 for c in counts.values() if c > 1)
+    print(
+        f"[{guarantee}] N={N} kills={kills} handlings={handled} distinct={distinct} "
+        f"lost={lost} duplicate_handlings={duplicates} records_handled_twice_or_more={twice} "
+        f"committed={sum(offsets)} wall={time.monotonic() - started:.1f}s"
+    )
+    assert kills >= 3
+    assert sum(offsets) == N  # the last run consumed and committed the whole topic
+    assert set(counts) <= set(range(N))
+    if guarantee == "at_most_once":
+        assert duplicates == 0, f"{twice} records handled more than once"
+    else:
+        assert lost == 0, f"{lost} records never handled"
+        assert duplicates > 0  # the kills after a ledger write replay at least that record
