@@ -1,1 +1,60 @@
-"""PySpark helpers for exactly-once Kafka read-process-write jobs (see issue #7)."""
+"""PySpark helpers for exactly-once Kafka read-process-write jobs (see docs/spark.md).
+
+* :class:`ExactlyOnceBatchJob`: Kafka → PySpark → Kafka in one transaction per chunk, one Spark
+  task per input partition, re-runnable after any failure.
+* :class:`ExactlyOnceStreamingSink`: a ``foreachBatch`` sink that does not duplicate a replayed
+  batch (per-slice transactional.id and a batch marker committed in the same transaction).
+* :func:`kafka_source_options` / :func:`read_kafka`: Spark's native Kafka source with
+  read_committed and the group's committed offsets as ``startingOffsets``.
+"""
+
+from spark_integration._batch import BatchJobResult, ExactlyOnceBatchJob, check_spark_conf
+from spark_integration._config import BatchJobConfig
+from spark_integration._native import (
+    kafka_source_options,
+    offsets_json,
+    read_kafka,
+    read_kafka_stream,
+)
+from spark_integration._progress import ProgressReporter, format_progress
+from spark_integration._ranges import (
+    PartitionRange,
+    explain_ranges,
+    plan_ranges,
+    transactional_id_for,
+)
+from spark_integration._session import local_session
+from spark_integration._streaming import (
+    ExactlyOnceStreamingSink,
+    RowTransform,
+    SliceResult,
+    StreamingSinkConfig,
+    write_slice,
+)
+from spark_integration._task import RangeResult, RecordTransform, run_range
+
+__all__ = [
+    "BatchJobConfig",
+    "BatchJobResult",
+    "ExactlyOnceBatchJob",
+    "ExactlyOnceStreamingSink",
+    "PartitionRange",
+    "ProgressReporter",
+    "RangeResult",
+    "RecordTransform",
+    "RowTransform",
+    "SliceResult",
+    "StreamingSinkConfig",
+    "check_spark_conf",
+    "explain_ranges",
+    "format_progress",
+    "kafka_source_options",
+    "local_session",
+    "offsets_json",
+    "plan_ranges",
+    "read_kafka",
+    "read_kafka_stream",
+    "run_range",
+    "transactional_id_for",
+    "write_slice",
+]

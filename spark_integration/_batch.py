@@ -1,0 +1,202 @@
+"""The exactly-once Kafka → PySpark → Kafka batch job (driver side)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from sdk.errors import ConfigurationError
+from spark_integration._config import BatchJobConfig
+from spark_integration._progress import ProgressReporter, stderr_line
+from spark_integration._ranges import PartitionRange, explain_ranges, plan_ranges
+from spark_integration._task import RangeResult, RecordTransform, run_range
+
+__all__ = ["BatchJobResult", "ExactlyOnceBatchJob", "check_spark_conf"]
+
+
+def check_spark_conf(spark: Any, warn: Callable[[str], None] = stderr_line) -> None:
+    """Refuse a SparkSession whose settings break the job's assumptions.
+
+    * ``spark.speculation=true`` is rejected: a speculative copy of a task would fence the
+      running one (same transactional.id) and both would repeat work; nothing is duplicated
+      in the output, but the job can thrash. Speculation cannot be switched off in a running
+      SparkContext, so the job refuses to start rather than silently ignoring it.
+    * ``local[N]`` without a failure count runs every task once (no retry): a warning says so;
+      use ``local[N,F]`` to let Spark retry failed task attempts.
+
+    Raises:
+        ConfigurationError: Speculative execution is on.
+    """
+    conf = spark.sparkContext.getConf()
+    if str(conf.get("spark.speculation", "false")).strip().lower() == "true":
+        raise ConfigurationError(
+            "spark.speculation: speculative execution runs two attempts of one partition's "
+            "task at once; they fence each other (one transactional.id per input partition). "
+            "Start the SparkSession with spark.speculation=false",
+            field="spark.speculation",
+        )
+    master = str(spark.sparkContext.master)
+    if master.startswith("local[") and "," not in master:
+        warn(
+            f"warning: master {master!r} never retries a failed task; use local[N,F] "
+            "(e.g. local[2,4]) for task retries"
+        )
+
+
+@dataclass
+class BatchJobResult:
+    """What a job run did.
+
+    Attributes:
+        ranges: The planned ranges (all input partitions).
+        results: One result per task that had work, from its successful attempt.
+        seconds: Wall time of the Spark job.
+    """
+
+    ranges: list[PartitionRange]
+    results: list[RangeResult] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def records_in(self) -> int:
+        """Input records transformed in committed transactions."""
+        return sum(r.records_in for r in self.results)
+
+    @property
+    def records_out(self) -> int:
+        """Output records committed."""
+        return sum(r.records_out for r in self.results)
+
+    @property
+    def transactions(self) -> int:
+        """Transactions committed."""
+        return sum(r.transactions for r in self.results)
+
+    def summary(self) -> str:
+        """One line per partition (records, transactions, attempt) and a total line."""
+        lines = []
+        for r in sorted(self.results, key=lambda x: (x.topic, x.partition)):
+            skipped = r.start - r.planned_start
+            lines.append(
+                f"  {r.topic}[{r.partition}] records_in={r.records_in} "
+                f"records_out={r.records_out} transactions={r.transactions} aborts={r.aborts} "
+                f"retries={r.retries} recreations={r.producer_recreations} "
+                f"skipped_as_done={skipped} attempt={r.attempt} {r.seconds:.1f}s"
+            )
+        rate = self.records_in / self.seconds if self.seconds > 0 else 0.0
+        lines.append(
+            f"  total: {self.records_in} in, {self.records_out} out, {self.transactions} "
+            f"transactions in {self.seconds:.1f}s ({rate:,.0f} records/s)"
+        )
+        return "\n".join(lines)
+
+
+def _task_function(
+    config: BatchJobConfig, transform: RecordTransform
+) -> Callable[[Iterator[PartitionRange]], Iterator[RangeResult]]:
+    def task(ranges: Iterator[PartitionRange]) -> Iterator[RangeResult]:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        for rng in ranges:
+            result = run_range(rng, config, transform)
+            result.attempt = ctx.attemptNumber() if ctx is not None else -1
+            yield result
+
+    return task
+
+
+class ExactlyOnceBatchJob:
+    """Copy-and-transform Kafka input to Kafka output exactly once with PySpark.
+
+    The driver plans one range per input topic-partition (committed offset → last stable
+    offset) and runs one Spark task per range; each task runs :func:`run_range`. Re-running a
+    job after a failure or a kill continues from the committed offsets: nothing is repeated in
+    the read_committed output, nothing is lost.
+
+    Args:
+        spark: The SparkSession.
+        config: The job configuration.
+        transform: ``iterator of confluent_kafka.Message -> iterable of OutputRecord``; runs on
+            the executors (it is pickled with cloudpickle).
+        progress: Receives the explain text, periodic progress lines and the summary.
+    """
+
+    def __init__(
+        self,
+        spark: Any,
+        config: BatchJobConfig,
+        transform: RecordTransform,
+        *,
+        progress: Callable[[str], None] = stderr_line,
+    ) -> None:
+        self.spark = spark
+        self.config = config
+        self.transform = transform
+        self._progress = progress
+
+    def plan(self) -> list[PartitionRange]:
+        """Plan the ranges now (committed offsets with require_stable, last stable offsets).
+
+        Raises:
+            KafkaClientError: An admin request failed.
+            ConfigurationError: A partition has no committed offset and reset is 'error'.
+        """
+        return plan_ranges(
+            self.config.processing.consumer,
+            self.config.input_topics,
+            job=self.config.job_name,
+            transactional_id_prefix=self.config.prefix,
+        )
+
+    def explain(self, ranges: list[PartitionRange] | None = None) -> str:
+        """Describe the ranges the job would run now (one line per input partition).
+
+        Raises:
+            KafkaClientError: An admin request failed.
+        """
+        return explain_ranges(
+            ranges if ranges is not None else self.plan(),
+            job=self.config.job_name,
+            group=self.config.group_id,
+        )
+
+    def run(self) -> BatchJobResult:
+        """Plan, explain, run one Spark task per non-empty range, report progress and summary.
+
+        Returns:
+            The ranges and each task's result.
+
+        Raises:
+            ConfigurationError: Speculative execution is on.
+            KafkaClientError: Planning failed.
+            Exception: The Spark job failed (a task failed more than Spark's retry budget);
+                re-running the job continues from the committed offsets.
+        """
+        check_spark_conf(self.spark, self._progress)
+        ranges = self.plan()
+        self._progress(self.explain(ranges))
+        work = [r for r in ranges if r.size > 0]
+        result = BatchJobResult(ranges=ranges)
+        if not work:
+            self._progress("nothing to do: every partition is committed up to its stable end")
+            return result
+        sc = self.spark.sparkContext
+        sc.setJobDescription(f"exactly-once {self.config.job_name}: {len(work)} partitions")
+        started = time.monotonic()
+        with ProgressReporter(
+            self.config.processing.consumer,
+            work,
+            self.config.progress_interval_s,
+            self._progress,
+        ) as reporter:
+            rdd = sc.parallelize(work, len(work))  # one range per Spark partition
+            result.results = rdd.mapPartitions(
+                _task_function(self.config, self.transform)
+            ).collect()
+            result.seconds = time.monotonic() - started
+            self._progress(reporter.report())
+        self._progress(f"exactly-once {self.config.job_name} done:\n{result.summary()}")
+        return result

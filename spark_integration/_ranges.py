@@ -1,0 +1,219 @@
+"""Planning on the driver: one offset range per input topic-partition, and its explain text."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sdk.errors import ConfigurationError, UnknownTopicError, from_kafka_error
+from sdk.profiles import ConsumerProfile
+
+__all__ = [
+    "PartitionRange",
+    "admin_config",
+    "committed_offsets",
+    "explain_ranges",
+    "plan_ranges",
+    "transactional_id_for",
+]
+
+
+@dataclass(frozen=True)
+class PartitionRange:
+    """The work of one Spark task: input offsets ``[start, end)`` of one topic-partition.
+
+    Attributes:
+        topic: Input topic.
+        partition: Input partition.
+        start: The group's committed offset when planned (or the reset position).
+        end: The last stable offset (read_committed end) when planned; the task stops there.
+        transactional_id: The task's transactional.id, stable per (job, group, topic, partition).
+    """
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+    transactional_id: str
+
+    @property
+    def size(self) -> int:
+        """Offsets in the range (an upper bound of records: markers and aborted records count)."""
+        return max(0, self.end - self.start)
+
+
+def transactional_id_for(prefix: str, job: str, group: str, topic: str, partition: int) -> str:
+    """Return the transactional.id of the task for one input partition.
+
+    It depends only on the job, the group and the input partition, never on Spark's partition
+    id or attempt number, so every attempt and every re-run of the job for that input partition
+    uses the same id: the newest ``init_transactions()`` fences all older ones.
+    """
+    return f"{prefix}{job}.{group}.{topic}.{partition}"
+
+
+def admin_config(consumer: ConsumerProfile) -> dict[str, Any]:
+    """Return the connection keys (bootstrap, security) of a consumer profile for an AdminClient."""
+    rendered = consumer.render()
+    return {
+        k: v
+        for k, v in rendered.items()
+        if k in ("bootstrap.servers", "client.id") or k.startswith(("security.", "sasl.", "ssl."))
+    }
+
+
+def _result(future: Any, context: str, timeout: float) -> Any:
+    from confluent_kafka import KafkaException
+
+    try:
+        return future.result(timeout)
+    except KafkaException as exc:
+        raise from_kafka_error(exc.args[0], context=context) from exc
+
+
+def _partitions(admin: Any, topics: Sequence[str], timeout: float) -> list[tuple[str, int]]:
+    from confluent_kafka import KafkaException
+
+    out: list[tuple[str, int]] = []
+    for topic in topics:
+        try:
+            meta = admin.list_topics(topic=topic, timeout=timeout).topics.get(topic)
+        except KafkaException as exc:
+            raise from_kafka_error(exc.args[0], context=f"list_topics({topic})") from exc
+        if meta is None or meta.error is not None or not meta.partitions:
+            error = getattr(meta, "error", None)
+            if error is not None:
+                raise from_kafka_error(error, context=f"list_topics({topic})")
+            raise UnknownTopicError(f"list_topics({topic}): topic has no partitions")
+        out.extend((topic, p) for p in sorted(meta.partitions))
+    return out
+
+
+def committed_offsets(
+    admin: Any, group: str, partitions: Sequence[tuple[str, int]], timeout: float = 30.0
+) -> dict[tuple[str, int], int]:
+    """Read the group's committed offsets with ``require_stable`` (KIP-447).
+
+    With require_stable the coordinator answers only once no transaction that commits offsets
+    for these partitions is pending, so the offsets are those of committed transactions.
+
+    Returns:
+        ``{(topic, partition): offset}``; -1 where the group has no committed offset.
+
+    Raises:
+        KafkaClientError: The request failed.
+    """
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p) for t, p in partitions])
+    futures = admin.list_consumer_group_offsets([request], require_stable=True)
+    result = _result(futures[group], f"list_consumer_group_offsets({group})", timeout)
+    out: dict[tuple[str, int], int] = {}
+    for tp in result.topic_partitions:
+        if tp.error is not None:
+            raise from_kafka_error(tp.error, context=f"committed offset {tp.topic}[{tp.partition}]")
+        out[(tp.topic, tp.partition)] = tp.offset if tp.offset >= 0 else -1
+    return out
+
+
+def _list_offsets(
+    admin: Any, partitions: Sequence[tuple[str, int]], spec: Any, timeout: float
+) -> dict[tuple[str, int], int]:
+    from confluent_kafka import IsolationLevel, TopicPartition
+
+    request = {TopicPartition(t, p): spec for t, p in partitions}
+    futures = admin.list_offsets(request, isolation_level=IsolationLevel.READ_COMMITTED)
+    return {
+        (tp.topic, tp.partition): _result(
+            fut, f"list_offsets {tp.topic}[{tp.partition}]", timeout
+        ).offset
+        for tp, fut in futures.items()
+    }
+
+
+def plan_ranges(
+    consumer: ConsumerProfile,
+    topics: Sequence[str],
+    *,
+    job: str,
+    transactional_id_prefix: str,
+    timeout: float = 30.0,
+    admin_factory: Any = None,
+) -> list[PartitionRange]:
+    """Plan one range per input topic-partition: committed offset → last stable offset.
+
+    Args:
+        consumer: The consumer profile (its group_id is the job's group).
+        topics: Input topics.
+        job: Job name (part of every transactional.id).
+        transactional_id_prefix: The producer profile's prefix.
+        timeout: Seconds per admin request.
+        admin_factory: Makes the AdminClient from a config dict (tests).
+
+    Returns:
+        The ranges, sorted by (topic, partition); empty ranges included.
+
+    Raises:
+        ConfigurationError: A partition has no committed offset and auto_offset_reset='error'.
+        KafkaClientError: An admin request failed.
+    """
+    import confluent_kafka.admin as kafka_admin
+    from confluent_kafka.admin import AdminClient
+
+    spec: Any = getattr(kafka_admin, "OffsetSpec")  # noqa: B009 (not in the typed stubs)
+    admin = (admin_factory or AdminClient)(admin_config(consumer))
+    parts = _partitions(admin, topics, timeout)
+    committed = committed_offsets(admin, consumer.group_id, parts, timeout)
+    stable_end = _list_offsets(admin, parts, spec.latest(), timeout)
+    earliest = _list_offsets(admin, parts, spec.earliest(), timeout)
+    return [
+        PartitionRange(
+            topic=t,
+            partition=p,
+            start=_start(consumer, (t, p), committed, earliest, stable_end),
+            end=stable_end[(t, p)],
+            transactional_id=transactional_id_for(
+                transactional_id_prefix, job, consumer.group_id, t, p
+            ),
+        )
+        for t, p in parts
+    ]
+
+
+def _start(
+    consumer: ConsumerProfile,
+    key: tuple[str, int],
+    committed: Mapping[tuple[str, int], int],
+    earliest: Mapping[tuple[str, int], int],
+    end: Mapping[tuple[str, int], int],
+) -> int:
+    offset = committed.get(key, -1)
+    if offset >= 0:
+        return max(offset, earliest[key])  # retention may have deleted committed offsets
+    reset = consumer.auto_offset_reset
+    if reset == "earliest":
+        return earliest[key]
+    if reset == "latest":
+        return end[key]
+    raise ConfigurationError(
+        f"consumer.auto_offset_reset: group {consumer.group_id!r} has no committed offset for "
+        f"{key[0]}[{key[1]}] and auto_offset_reset='error'",
+        field="consumer.auto_offset_reset",
+    )
+
+
+def explain_ranges(ranges: Sequence[PartitionRange], *, job: str, group: str) -> str:
+    """Describe what the job will do: one line per input partition, then totals."""
+    lines = [
+        f"exactly-once batch job {job!r}, group {group!r}: {len(ranges)} Spark tasks "
+        "(one per input partition, never split)"
+    ]
+    for r in ranges:
+        state = "nothing to do" if r.size == 0 else f"{r.size} offsets"
+        lines.append(
+            f"  {r.topic}[{r.partition}]  offsets [{r.start}, {r.end})  {state}  "
+            f"transactional.id={r.transactional_id}"
+        )
+    lines.append(f"  total: {sum(r.size for r in ranges)} offsets (markers and aborted included)")
+    return "\n".join(lines)

@@ -1,0 +1,65 @@
+"""A local SparkSession with the settings the exactly-once helpers assume (tests, demos)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["local_session"]
+
+
+def local_session(
+    app_name: str = "kafka-semantics",
+    *,
+    cores: int = 2,
+    max_failures: int = 4,
+    jars: Sequence[Path | str] = (),
+    driver_memory: str = "768m",
+    conf: Mapping[str, str] | None = None,
+) -> Any:
+    """Create (or get) a local-mode SparkSession for the exactly-once helpers.
+
+    * ``local[cores,max_failures]``: in local mode Spark retries a failed task only when the
+      master names a failure count;
+    * speculation off, UI off, few shuffle partitions, modest driver memory;
+    * Python workers run this interpreter (``PYSPARK_PYTHON``), so they import the same
+      packages as the driver;
+    * ``jars``: extra jars, e.g. the Kafka connector from
+      :func:`sdk.testing.spark_jars.resolve_spark_kafka_jars`.
+
+    Args:
+        app_name: Spark application name.
+        cores: Local worker threads.
+        max_failures: Attempts per task (1 = no retry).
+        jars: Jars to put on the driver/executor classpath.
+        driver_memory: ``spark.driver.memory``.
+        conf: More Spark settings (applied last).
+
+    Returns:
+        The ``pyspark.sql.SparkSession``.
+    """
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.master(f"local[{cores},{max_failures}]")
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.speculation", "false")
+        .config("spark.sql.shuffle.partitions", str(cores))
+        .config("spark.default.parallelism", str(cores))
+        .config("spark.driver.memory", driver_memory)
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
+    )
+    if jars:
+        builder = builder.config("spark.jars", ",".join(str(j) for j in jars))
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -1,0 +1,368 @@
+"""An exactly-once ``foreachBatch`` sink for Structured Streaming.
+
+Spark replays a micro-batch (same batch id, same input) after a failure or a driver restart
+from the checkpoint. Each Spark partition of the batch ("slice") is written in one Kafka
+transaction whose transactional.id is stable per (sink, slice index), together with a *batch
+marker*: the sink group's committed offset of partition ``slice`` of a small progress topic,
+set to ``batch_id + 1`` by ``send_offsets_to_transaction``. The marker commits atomically with
+the slice's output, so a replayed slice whose marker is already ``>= batch_id + 1`` is skipped.
+No record is ever written to the progress topic: only its committed offsets are used (the group
+coordinator requires the partition to exist, nothing more).
+
+Per slice, in this order: ``init_transactions()`` (fences every older attempt of the slice,
+including those of a killed driver, and aborts what they left open), *then* read the marker
+(read_committed, so librdkafka asks with require_stable), skip or write + commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pydantic import Field, model_validator
+
+from sdk.errors import ConfigurationError, KafkaClientError, from_kafka_error
+from sdk.processor import OutputRecord, ProcessorStats
+from sdk.processor._kafka_calls import (
+    TransactionalProducer,
+    call_kafka,
+    default_consumer,
+    default_producer,
+)
+from sdk.profiles import Guarantee, ProducerProfile
+from sdk.profiles._base import ProfileModel
+
+__all__ = [
+    "ExactlyOnceStreamingSink",
+    "RowTransform",
+    "SliceResult",
+    "StreamingSinkConfig",
+    "write_slice",
+]
+
+_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+class RowTransform(Protocol):
+    """Transform the rows of one slice (``pyspark.sql.Row``) into output records."""
+
+    def __call__(self, rows: Iterator[Any], /) -> Iterable[OutputRecord]:
+        """Return the records to produce for the rows."""
+        ...
+
+
+class StreamingSinkConfig(ProfileModel):
+    """Configuration of an exactly-once foreachBatch sink.
+
+    Attributes:
+        sink_name: Stable name; part of every transactional.id and of the default group.
+        producer: Exactly-once producer profile with ``transactional_id_prefix``.
+        progress_topic: Topic whose partition ``i`` carries slice ``i``'s batch marker (it is
+            grown with ``create_partitions`` when a batch has more slices).
+        progress_group: Group holding the markers (default ``<sink_name>.progress``).
+        chunk_size: Rows per transform call.
+    """
+
+    sink_name: str = Field(min_length=1, max_length=100)
+    producer: ProducerProfile
+    progress_topic: str = Field(min_length=1)
+    progress_group: str | None = None
+    chunk_size: int = Field(default=500, ge=1)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> StreamingSinkConfig:
+        if not _NAME.match(self.sink_name):
+            raise ConfigurationError(
+                "sink_name: only letters, digits, '.', '_' and '-'", field="sink_name"
+            )
+        if self.producer.guarantee is not Guarantee.EXACTLY_ONCE:
+            raise ConfigurationError(
+                "producer.guarantee: the sink is exactly_once only", field="producer.guarantee"
+            )
+        if not self.producer.transactional_id_prefix:
+            raise ConfigurationError(
+                "producer.transactional_id_prefix: the sink derives one transactional.id per "
+                "slice from it",
+                field="producer.transactional_id_prefix",
+            )
+        return self
+
+    @property
+    def group(self) -> str:
+        """The group whose committed offsets are the batch markers."""
+        return self.progress_group or f"{self.sink_name}.progress"
+
+    def transactional_id(self, slice_index: int) -> str:
+        """The transactional.id of slice ``slice_index``: stable across batches and restarts."""
+        return f"{self.producer.transactional_id_prefix}{self.sink_name}.slice-{slice_index}"
+
+
+@dataclass
+class SliceResult:
+    """What one slice of one batch did.
+
+    Attributes:
+        batch_id: The micro-batch id.
+        slice_index: The Spark partition index within the batch.
+        skipped: True if the marker showed the slice already committed (a replay).
+        records_out: Output records committed.
+        attempt: Spark's task attempt number.
+    """
+
+    batch_id: int
+    slice_index: int
+    skipped: bool
+    records_out: int = 0
+    attempt: int = -1
+
+
+def _marker_metadata(slices: int) -> str:
+    return json.dumps({"slices": slices})
+
+
+def write_slice(
+    config: StreamingSinkConfig,
+    transform: RowTransform,
+    batch_id: int,
+    slice_index: int,
+    slices: int,
+    rows: Iterator[Any],
+    *,
+    producer_factory: Callable[[dict[str, Any]], Any] = default_producer,
+    consumer_factory: Callable[[dict[str, Any]], Any] = default_consumer,
+) -> SliceResult:
+    """Write one slice of one batch in one transaction with its batch marker, or skip it.
+
+    Any failure aborts (or abandons) the transaction and raises, so Spark retries the task;
+    the retry recomputes the slice (deterministic input) and fences this attempt.
+
+    Raises:
+        KafkaClientError: A Kafka call failed (the transaction is not committed).
+        Exception: The transform raised (the transaction is aborted).
+    """
+    from confluent_kafka import KafkaException, TopicPartition
+
+    stats = ProcessorStats()
+    timeout_s = max(5.0, config.producer.transaction_timeout_ms / 1000.0)
+    txn = TransactionalProducer(
+        config.producer.render(transactional_id=config.transactional_id(slice_index)),
+        factory=producer_factory,
+        stats=stats,
+        timeout_s=timeout_s,
+    )
+    consumer = consumer_factory(
+        {
+            "bootstrap.servers": config.producer.bootstrap_servers,
+            "group.id": config.group,
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            **{
+                k: v
+                for k, v in config.producer.render(
+                    transactional_id=config.transactional_id(slice_index)
+                ).items()
+                if k.startswith(("security.", "sasl.", "ssl."))
+            },
+        }
+    )
+    tp = TopicPartition(config.progress_topic, slice_index)
+    try:
+        txn.start()  # 1. fence every older attempt of this slice
+        got = call_kafka(  # 2. then read the marker
+            lambda: consumer.committed([tp], timeout_s),
+            context=f"batch marker {config.progress_topic}[{slice_index}]",
+            stats=stats,
+            transactional=False,
+        )
+        marker = got[0].offset if got else -1
+        if marker >= batch_id + 1:
+            return SliceResult(batch_id, slice_index, skipped=True)
+        txn.begin()
+        produced = 0
+        producer = txn.producer
+        chunk: list[Any] = []
+        for row in rows:
+            chunk.append(row)
+            if len(chunk) >= config.chunk_size:
+                produced += _produce_all(producer, transform(iter(chunk)))
+                chunk = []
+        if chunk:
+            produced += _produce_all(producer, transform(iter(chunk)))
+        done = TopicPartition(
+            config.progress_topic, slice_index, batch_id + 1, metadata=_marker_metadata(slices)
+        )
+        txn.commit([done], consumer.consumer_group_metadata())  # 3. output + marker
+        return SliceResult(batch_id, slice_index, skipped=False, records_out=produced)
+    except KafkaException as exc:
+        _abandon(txn)
+        raise from_kafka_error(exc.args[0], context="produce", transactional=True) from exc
+    except BaseException:
+        _abandon(txn)
+        raise
+    finally:
+        with contextlib.suppress(Exception):
+            consumer.close()
+        txn.close()
+
+
+def _abandon(txn: TransactionalProducer) -> None:
+    """Abort the open transaction; if that fails, the next attempt's init aborts it."""
+    if txn.open:
+        with contextlib.suppress(KafkaClientError):
+            txn.abort()
+
+
+def _produce_all(producer: Any, outputs: Iterable[OutputRecord]) -> int:
+    n = 0
+    for out in outputs:
+        kwargs: dict[str, Any] = {"value": out.value, "key": out.key}
+        if out.headers is not None:
+            kwargs["headers"] = list(out.headers)
+        if out.partition is not None:
+            kwargs["partition"] = out.partition
+        while True:
+            try:
+                producer.produce(out.topic, **kwargs)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        producer.poll(0)
+        n += 1
+    return n
+
+
+class ExactlyOnceStreamingSink:
+    """A ``foreachBatch`` function writing each micro-batch exactly once.
+
+    ``query = df.writeStream.foreachBatch(ExactlyOnceStreamingSink(config, transform))
+    .option("checkpointLocation", ...).start()``
+
+    What must be deterministic for a batch id (see docs/spark.md): the number of Spark
+    partitions of the batch DataFrame and the multiset of rows in each of them. Spark's Kafka
+    source guarantees it (a batch's offset ranges are in the checkpoint's offset log before the
+    batch runs, one partition per topic-partition range); a non-deterministic step between the
+    source and the sink (e.g. ``repartition`` with ``sortBeforeRepartition`` off, a random
+    UDF, reading a changing table) breaks it. Row order inside a slice does not matter.
+
+    Args:
+        config: The sink configuration.
+        transform: ``iterator of Row -> iterable of OutputRecord`` (runs on the executors).
+        admin_factory: Makes the AdminClient on the driver (tests).
+
+    Attributes:
+        history: One list of :class:`SliceResult` per batch this driver wrote (last 100).
+    """
+
+    def __init__(
+        self,
+        config: StreamingSinkConfig,
+        transform: RowTransform,
+        *,
+        admin_factory: Any = None,
+    ) -> None:
+        self.config = config
+        self.transform = transform
+        self._admin_factory = admin_factory
+        self.history: list[list[SliceResult]] = []
+
+    def __call__(self, batch_df: Any, batch_id: int) -> None:
+        """Write one micro-batch (the ``foreachBatch`` callback, runs on the driver).
+
+        Raises:
+            ConfigurationError: The batch is a replay with a different slice count than the
+                run that committed part of it (the batch is not deterministic).
+            Exception: A slice failed more often than Spark retries a task.
+        """
+        rdd = batch_df.rdd
+        slices = rdd.getNumPartitions()
+        if slices == 0:
+            return
+        self._prepare(batch_id, slices)
+        config, transform = self.config, self.transform
+
+        def run(index: int, rows: Iterator[Any]) -> Iterator[SliceResult]:
+            from pyspark import TaskContext
+
+            result = write_slice(config, transform, batch_id, index, slices, rows)
+            ctx = TaskContext.get()
+            result.attempt = ctx.attemptNumber() if ctx is not None else -1
+            yield result
+
+        batch_df.sparkSession.sparkContext.setJobDescription(
+            f"exactly-once sink {config.sink_name}: batch {batch_id}, {slices} slices"
+        )
+        results: list[SliceResult] = rdd.mapPartitionsWithIndex(run).collect()
+        self.history.append(results)
+        del self.history[:-100]
+
+    def _prepare(self, batch_id: int, slices: int) -> None:
+        """Grow the progress topic to ``slices`` partitions; refuse a changed slice count.
+
+        Raises:
+            ConfigurationError: A replay of ``batch_id`` has a different slice count.
+            KafkaClientError: An admin request failed.
+        """
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+        from confluent_kafka.cimpl import NewPartitions
+
+        admin = (self._admin_factory or AdminClient)(
+            {"bootstrap.servers": self.config.producer.bootstrap_servers}
+        )
+        topic = self.config.progress_topic
+        try:
+            meta = admin.list_topics(topic=topic, timeout=30).topics.get(topic)
+        except KafkaException as exc:
+            raise from_kafka_error(exc.args[0], context=f"list_topics({topic})") from exc
+        have = len(meta.partitions) if meta is not None and meta.error is None else 0
+        if have == 0:
+            raise ConfigurationError(
+                f"progress_topic: topic {topic!r} does not exist; create it (1 partition is "
+                "enough, it grows with the slice count)",
+                field="progress_topic",
+            )
+        if have < slices:
+            fut = admin.create_partitions([NewPartitions(topic, slices)])[topic]
+            try:
+                fut.result(30)
+            except KafkaException as exc:
+                raise from_kafka_error(exc.args[0], context="create_partitions") from exc
+            self._wait_partitions(admin, topic, slices)
+        self._check_replay(admin, batch_id, slices)
+
+    @staticmethod
+    def _wait_partitions(admin: Any, topic: str, count: int) -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            meta = admin.list_topics(topic=topic, timeout=10).topics.get(topic)
+            if meta is not None and len(meta.partitions) >= count:
+                return
+            time.sleep(0.2)
+
+    def _check_replay(self, admin: Any, batch_id: int, slices: int) -> None:
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+        topic = self.config.progress_topic
+        request = ConsumerGroupTopicPartitions(
+            self.config.group, [TopicPartition(topic, i) for i in range(slices)]
+        )
+        res = admin.list_consumer_group_offsets([request], require_stable=True)[self.config.group]
+        for tp in res.result(30).topic_partitions:
+            if tp.offset != batch_id + 1 or not tp.metadata:
+                continue
+            try:
+                before = int(json.loads(tp.metadata).get("slices", slices))
+            except (ValueError, AttributeError):
+                continue
+            if before != slices:
+                raise ConfigurationError(
+                    f"batch {batch_id} is replayed with {slices} slices but {before} when part "
+                    "of it was committed: the batch DataFrame is not deterministic (see "
+                    "docs/spark.md), writing it would duplicate or lose records",
+                    field="batch",
+                )

@@ -1,0 +1,352 @@
+"""One Spark task: copy one input partition's range exactly once, in chunked transactions.
+
+The numbered sequence of a task (see docs/spark.md):
+
+1. ``init_transactions()`` with the range's stable transactional.id: fences every older attempt
+   of this range (a failed or zombie task, a killed job's tasks) and aborts what it left open;
+2. *then* re-read the group's committed offset (read_committed, so librdkafka asks with
+   require_stable) and skip what is already done;
+3. consume with read_committed up to the planned end, which is a position, not a record:
+   transaction markers and aborted records leave gaps, so the end is reached when a record at
+   or past it, an end-of-partition event at or past it, or a consumer position at or past it
+   is seen;
+4. per chunk: begin, transform, produce, ``send_offsets_to_transaction`` for this partition,
+   commit (:class:`sdk.processor._kafka_calls.TransactionalProducer` does the commit steps).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sdk.errors import (
+    AmbiguousTransactionError,
+    HandlerError,
+    KafkaClientError,
+    ProducerFencedError,
+    from_kafka_error,
+)
+from sdk.processor import OutputRecord, ProcessorStats
+from sdk.processor._failure import HandlerRunner, dead_letter
+from sdk.processor._kafka_calls import (
+    TransactionalProducer,
+    call_kafka,
+    default_consumer,
+    default_producer,
+)
+from spark_integration._config import BatchJobConfig
+from spark_integration._ranges import PartitionRange
+
+__all__ = ["RangeResult", "RecordTransform", "run_range"]
+
+
+class RecordTransform(Protocol):
+    """Transform a chunk of input records (``confluent_kafka.Message``) into output records."""
+
+    def __call__(self, records: Iterator[Any], /) -> Iterable[OutputRecord]:
+        """Return the records to produce for the chunk (may be empty)."""
+        ...
+
+
+@dataclass
+class RangeResult:
+    """What one task did for one input partition (returned to the driver).
+
+    Attributes:
+        topic: Input topic.
+        partition: Input partition.
+        planned_start: Start of the planned range.
+        start: The committed offset re-read after init_transactions (skips finished work).
+        end: End of the planned range.
+        records_in: Input records transformed in committed transactions.
+        records_out: Output records produced in committed transactions.
+        transactions: Transactions committed.
+        aborts: Transactions aborted (any reason).
+        retries: Kafka calls retried (retriable errors).
+        producer_recreations: Producers recreated (ambiguous commit, transaction timeout, ...).
+        attempt: Spark's attempt number of the task (0 = first), -1 outside Spark.
+        seconds: Wall time of the task.
+    """
+
+    topic: str
+    partition: int
+    planned_start: int
+    start: int
+    end: int
+    records_in: int = 0
+    records_out: int = 0
+    transactions: int = 0
+    aborts: int = 0
+    retries: int = 0
+    producer_recreations: int = 0
+    attempt: int = -1
+    seconds: float = 0.0
+
+
+class _Rewind(Exception):
+    """Internal: the transaction was given up; restart from the committed offset."""
+
+
+class _RangeTask:
+    def __init__(
+        self,
+        rng: PartitionRange,
+        config: BatchJobConfig,
+        transform: RecordTransform,
+        producer_factory: Callable[[dict[str, Any]], Any],
+        consumer_factory: Callable[[dict[str, Any]], Any],
+    ) -> None:
+        self.rng = rng
+        self.config = config
+        self.transform = transform
+        self.stats = ProcessorStats()
+        p = config.processing
+        self.timeout_s = max(5.0, p.producer.transaction_timeout_ms / 1000.0)
+        self.txn = TransactionalProducer(
+            p.producer.render(transactional_id=rng.transactional_id),
+            factory=producer_factory,
+            stats=self.stats,
+            timeout_s=self.timeout_s,
+        )
+        consumer_config: dict[str, Any] = dict(p.consumer.render())
+        consumer_config["enable.partition.eof"] = True
+        self.consumer = consumer_factory(consumer_config)
+        self.runner = HandlerRunner(p.consumer.failure)
+        self.result = RangeResult(rng.topic, rng.partition, rng.start, rng.start, rng.end)
+        self._committed_in = 0
+        self._committed_out = 0
+        self._failures = 0
+        self._last_commit = rng.start
+
+    # ------------------------------------------------------------------ outer loop
+    def run(self) -> RangeResult:
+        started = time.monotonic()
+        try:
+            self.txn.start()  # 1. fence older attempts first
+            first = True
+            while True:
+                start = self._committed()  # 2. then re-read what is done
+                self._last_commit = start
+                if first:
+                    self.result.start = start
+                    first = False
+                if start >= self.rng.end:
+                    break
+                try:
+                    self._copy(start)
+                except _Rewind:
+                    continue
+        finally:
+            self._close()
+            self.result.seconds = time.monotonic() - started
+            self.result.aborts = self.stats.aborts
+            self.result.retries = self.stats.retries
+            self.result.producer_recreations = self.stats.producer_recreations
+        return self.result
+
+    def _committed(self) -> int:
+        from confluent_kafka import TopicPartition
+
+        tp = TopicPartition(self.rng.topic, self.rng.partition)
+        consumer = self.consumer
+        got = call_kafka(
+            lambda: consumer.committed([tp], self.timeout_s),
+            context=f"committed {self.rng.topic}[{self.rng.partition}]",
+            stats=self.stats,
+            transactional=False,
+        )
+        offset = got[0].offset if got and got[0].offset >= 0 else -1
+        return max(offset, self.rng.start)
+
+    # ------------------------------------------------------------------ one pass
+    def _copy(self, start: int) -> None:
+        from confluent_kafka import TopicPartition
+
+        self.consumer.assign([TopicPartition(self.rng.topic, self.rng.partition, start)])
+        position = start
+        done = False
+        while not done:
+            chunk, done, next_position = self._read_chunk(position)
+            try:
+                self._transaction(chunk, next_position)
+            except KafkaClientError as exc:
+                self._recover(exc)
+                raise _Rewind() from exc
+            position = next_position
+
+    def _read_chunk(self, position: int) -> tuple[list[Any], bool, int]:
+        """Read up to max_records_per_transaction records; return (records, at_end, next)."""
+        from confluent_kafka import KafkaError, TopicPartition
+
+        end = self.rng.end
+        limit = self.config.processing.max_records_per_transaction
+        batch = self.config.processing.consumer.batch_size
+        poll_s = self.config.poll_timeout_ms / 1000.0
+        records: list[Any] = []
+        while len(records) < limit:
+            msgs = self.consumer.consume(min(batch, limit - len(records)), poll_s)
+            for msg in msgs:
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        if msg.offset() >= end:
+                            return records, True, end
+                        continue
+                    if err.fatal():
+                        raise from_kafka_error(err, context="consume")
+                    continue  # librdkafka reports and retries transient fetch errors itself
+                if msg.offset() >= end:
+                    return records, True, end
+                records.append(msg)
+                position = msg.offset() + 1
+            if position >= end:
+                return records, True, end
+            if not msgs:
+                tp = TopicPartition(self.rng.topic, self.rng.partition)
+                pos = self.consumer.position([tp])[0].offset
+                if pos >= end:
+                    return records, True, end
+        return records, False, position
+
+    def _transaction(self, chunk: list[Any], commit_at: int) -> None:
+        """Begin, transform and produce the chunk, commit with the input offset ``commit_at``."""
+        from confluent_kafka import KafkaException
+
+        if not chunk and commit_at <= self._last_commit:
+            return
+        self.txn.begin()
+        size = self.config.processing.consumer.batch_size
+        pending_in = 0
+        pending_out = 0
+        for i in range(0, len(chunk), size):
+            sub = chunk[i : i + size]
+            outputs = self._run_transform(sub)
+            try:
+                for out in outputs:
+                    self._produce(out)
+            except KafkaException as exc:
+                err = from_kafka_error(exc.args[0], context="produce", transactional=True)
+                if not (err.fatal or isinstance(err, ProducerFencedError)):
+                    err.txn_requires_abort = True
+                raise err from exc
+            pending_in += len(sub)
+            pending_out += len(outputs)
+            age_ms = (time.monotonic() - self.txn.opened_at) * 1000
+            if age_ms >= self.config.transaction_ms and i + size < len(chunk):
+                self._commit(sub[-1].offset() + 1, pending_in, pending_out)
+                pending_in = pending_out = 0
+                self.txn.begin()
+        self._commit(commit_at, pending_in, pending_out)
+
+    def _run_transform(self, sub: list[Any]) -> list[OutputRecord]:
+        try:
+            return self.runner.run(lambda recs: self.transform(iter(recs)), sub)
+        except HandlerError as exc:
+            failure = self.config.processing.consumer.failure
+            if failure.on_failure == "dlq" and failure.dlq_topic:
+                return [dead_letter(m, failure.dlq_topic, exc) for m in sub]
+            self._abort_quietly()
+            raise
+
+    def _produce(self, out: OutputRecord) -> None:
+        producer = self.txn.producer
+        kwargs: dict[str, Any] = {"value": out.value, "key": out.key}
+        if out.headers is not None:
+            kwargs["headers"] = list(out.headers)
+        if out.partition is not None:
+            kwargs["partition"] = out.partition
+        while True:
+            try:
+                producer.produce(out.topic, **kwargs)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        producer.poll(0)
+
+    def _commit(self, offset: int, records_in: int, records_out: int) -> None:
+        from confluent_kafka import TopicPartition
+
+        tp = TopicPartition(self.rng.topic, self.rng.partition, offset)
+        self.txn.commit([tp], self.consumer.consumer_group_metadata())
+        self._last_commit = offset
+        self._failures = 0
+        self.result.transactions += 1
+        self.result.records_in += records_in
+        self.result.records_out += records_out
+
+    # ------------------------------------------------------------------ recovery
+    def _recover(self, exc: KafkaClientError) -> None:
+        """Route a failed transactional call to its path (docs/processor.md); raise if none.
+
+        Raises:
+            ProducerFencedError: A newer attempt of this range owns the transactional.id.
+            KafkaClientError: ``max_recoveries`` recoveries in a row without a commit.
+        """
+        age_ms = (time.monotonic() - self.txn.opened_at) * 1000 if self.txn.open else 0.0
+        timed_out = age_ms >= self.config.processing.producer.transaction_timeout_ms
+        self._failures += 1
+        if self._failures > self.config.max_recoveries:
+            self._abort_quietly()
+            raise exc
+        if timed_out or isinstance(exc, AmbiguousTransactionError):
+            # timeout: the coordinator aborted it; ambiguous: never reuse the producer.
+            self.stats.aborts += 1
+            self.txn.recreate()
+        elif exc.fatal or (isinstance(exc, ProducerFencedError) and not exc.txn_requires_abort):
+            # a newer attempt of this range fenced us: this attempt is a zombie.
+            self.txn.close()
+            raise exc
+        elif self._failures > 1:
+            self.stats.aborts += 1
+            self.txn.recreate()  # abortable again right after an abort: new epoch
+        else:
+            try:
+                self.txn.abort()
+                self.stats.aborts += 1
+            except KafkaClientError:
+                self.stats.aborts += 1
+                self.txn.recreate()
+
+    def _abort_quietly(self) -> None:
+        if self.txn.open:
+            with contextlib.suppress(KafkaClientError):
+                self.txn.abort()
+                self.stats.aborts += 1
+
+    def _close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.consumer.close()
+        self.txn.close()
+
+
+def run_range(
+    rng: PartitionRange,
+    config: BatchJobConfig,
+    transform: RecordTransform,
+    *,
+    producer_factory: Callable[[dict[str, Any]], Any] = default_producer,
+    consumer_factory: Callable[[dict[str, Any]], Any] = default_consumer,
+) -> RangeResult:
+    """Copy one planned range exactly once (runs inside a Spark task, or anywhere).
+
+    Args:
+        rng: The planned range.
+        config: The job configuration.
+        transform: ``iterator of records -> iterable of OutputRecord``, called per
+            ``consumer.batch_size`` records.
+        producer_factory: Makes the producer from a librdkafka dict (tests).
+        consumer_factory: Makes the consumer from a librdkafka dict (tests).
+
+    Returns:
+        What the task did.
+
+    Raises:
+        ProducerFencedError: A newer attempt of the same range fenced this one.
+        HandlerError: The transform failed every attempt (``on_failure="stop"``); the open
+            transaction was aborted.
+        KafkaClientError: An unrecoverable Kafka error, or too many recoveries in a row.
+    """
+    return _RangeTask(rng, config, transform, producer_factory, consumer_factory).run()
