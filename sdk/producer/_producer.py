@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import functools
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -79,6 +78,8 @@ class Producer:
         metadata_timeout: Seconds for that lookup.
         partition_refresh_s: Seconds a Python partitioner trusts a topic's partition count;
             partitions added at runtime are used after at most this long.
+        on_delivery: Called with each resolved handle (success or failure), from whichever
+            thread serves callbacks (``poll``/``flush``/``result``); keep it short.
         client_factory: Builds the underlying client from the rendered config (tests, or a
             patched client); defaults to ``confluent_kafka.Producer``.
 
@@ -99,6 +100,7 @@ class Producer:
         check_topics: bool = True,
         metadata_timeout: float = 10.0,
         partition_refresh_s: float = 30.0,
+        on_delivery: Callable[[DeliveryHandle], None] | None = None,
         client_factory: Callable[[dict[str, Any]], Any] | None = None,
     ) -> None:
         if queue_full_timeout <= 0 or metadata_timeout <= 0:
@@ -108,6 +110,11 @@ class Producer:
         self.profile = profile
         self._key_ser = resolve_serializer(key_serializer)
         self._value_ser = resolve_serializer(value_serializer)
+        bytes_ser = resolve_serializer("bytes")
+        # bytes in, bytes out: skip the serializer call on the hot path
+        self._raw_key = self._key_ser is bytes_ser
+        self._raw_value = self._value_ser is bytes_ser
+        self._user_callback = on_delivery
         base = profile.render(transactional_id)  # refuses a prefix-only exactly_once profile
         self._router = PartitionRouter(
             partitioner or profile.partitioner,
@@ -237,8 +244,8 @@ class Producer:
                 headers = list(headers.items())
             record = ProducerRecord(topic, value, key, headers, partition, timestamp_ms)
         client = self._ensure_client()
-        handle = DeliveryHandle(record, client.poll)
-        self._produce(client, record, functools.partial(self._on_delivery, handle))
+        handle = DeliveryHandle(record, self)
+        self._produce(client, record, handle._deliver)
         return handle
 
     def send_and_wait(
@@ -292,17 +299,15 @@ class Producer:
         """
         client = self._ensure_client()
         poll = client.poll
-        on_delivery = self._on_delivery
         produce = self._produce
-        partial = functools.partial
         handles: list[DeliveryHandle] = []
         append = handles.append
         try:
             for i, record in enumerate(records, 1):
-                handle = DeliveryHandle(record, poll)
-                produce(client, record, partial(on_delivery, handle))
+                handle = DeliveryHandle(record, self)
+                produce(client, record, handle._deliver)
                 append(handle)
-                if i % 1000 == 0:
+                if not i % 1000:
                     poll(0)
         except SdkError as exc:
             exc.handles = handles  # type: ignore[attr-defined]
@@ -356,6 +361,42 @@ class Producer:
 
     # ------------------------------------------------------------------ internals
     def _produce(self, client: Any, record: ProducerRecord, callback: Any) -> None:
+        topic, key, value = record.topic, record.key, record.value
+        if not (
+            self._raw_key
+            and self._raw_value
+            and (key is None or type(key) is bytes)
+            and (value is None or type(value) is bytes)
+        ):
+            key, value = self._serialize(record)
+        if topic not in self._known_topics and self._check_topics:
+            self._check_topic(client, record)
+        partition = record.partition
+        if partition is None and not self._native:
+            try:
+                partition = self._router.route(topic, key, value)
+            except SdkError as exc:
+                _attach(exc, record)
+                raise
+        if record.headers is None and record.timestamp_ms is None:
+            try:  # the common case: no kwargs dict, no retry loop
+                if partition is None:
+                    client.produce(topic, value, key, on_delivery=callback)
+                else:
+                    client.produce(topic, value, key, partition, on_delivery=callback)
+                return
+            except Exception:  # BufferError, KafkaException: the general path below retries
+                pass  # a full queue and translates errors
+        kwargs: dict[str, Any] = {"key": key, "on_delivery": callback}
+        if partition is not None:
+            kwargs["partition"] = partition
+        if record.headers:
+            kwargs["headers"] = list(record.headers)
+        if record.timestamp_ms is not None:
+            kwargs["timestamp"] = record.timestamp_ms
+        self._produce_bounded(client, topic, value, kwargs, record)
+
+    def _serialize(self, record: ProducerRecord) -> tuple[bytes | None, bytes | None]:
         topic = record.topic
         try:
             key = self._key_ser(record.key, topic)
@@ -374,23 +415,7 @@ class Producer:
                     f"record to {topic!r}",
                     record=record,
                 )
-        if self._check_topics and topic not in self._known_topics:
-            self._check_topic(client, record)
-        partition = record.partition
-        if partition is None and not self._native:
-            try:
-                partition = self._router.route(topic, key, value)
-            except SdkError as exc:
-                _attach(exc, record)
-                raise
-        kwargs: dict[str, Any] = {"key": key, "on_delivery": callback}
-        if partition is not None:
-            kwargs["partition"] = partition
-        if record.headers:
-            kwargs["headers"] = list(record.headers)
-        if record.timestamp_ms is not None:
-            kwargs["timestamp"] = record.timestamp_ms
-        self._produce_bounded(client, topic, value, kwargs, record)
+        return key, value
 
     def _produce_bounded(
         self, client: Any, topic: str, value: bytes | None, kwargs: dict[str, Any], record: Any
@@ -442,14 +467,17 @@ class Producer:
             raise from_kafka_error(info.error, context=context, record=record)
         self._known_topics.add(topic)
 
-    def _on_delivery(self, handle: DeliveryHandle, err: Any, msg: Any) -> None:
-        if err is None:
-            self.delivered += 1
-            handle._resolve(
-                RecordMetadata(msg.topic(), msg.partition(), msg.offset(), msg.timestamp()[1]),
-                None,
-            )
-            return
+    # called by DeliveryHandle (see sdk.producer._records._Owner)
+    def _poll(self, timeout: float) -> Any:
+        client = self._client
+        return client.poll(timeout) if client is not None else 0
+
+    def _delivered(self, handle: DeliveryHandle) -> None:
+        self.delivered += 1
+        if self._user_callback is not None:
+            self._user_callback(handle)
+
+    def _failed(self, handle: DeliveryHandle, err: Any) -> KafkaClientError:
         self.failed += 1
         error = from_kafka_error(
             err,
@@ -459,9 +487,12 @@ class Producer:
         )
         if error.code in _unknown_partition_codes():
             self._router.invalidate(handle.record.topic)
-        handle._resolve(None, error)
         with self._lock:
             self._failures.append(error)
+        handle._error, handle._resolved = error, True
+        if self._user_callback is not None:
+            self._user_callback(handle)
+        return error
 
     def _discard_failure(self, error: KafkaClientError | None) -> None:
         with self._lock:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sdk.errors import KafkaClientError, KafkaTimeoutError
 
@@ -40,29 +40,35 @@ class DeliveryHandle:
     """The outcome of one ``send()``: resolves when the broker acknowledges or rejects it.
 
     ``result()`` serves the producer's delivery callbacks while it waits, so it also works in a
-    single-threaded program. A handle is cheap (no lock per record): the producer resolves it
-    from its delivery callback, and waiters poll.
+    single-threaded program. A handle is cheap (no lock, no metadata object until asked): the
+    producer's delivery callback is the handle's own bound method.
 
     Attributes:
         record: The record as the caller gave it (before serialization).
     """
 
-    __slots__ = ("_error", "_metadata", "_poll", "_resolved", "record")
+    __slots__ = ("_error", "_message", "_owner", "_resolved", "record")
 
-    def __init__(self, record: ProducerRecord, poll: Callable[[float], Any]) -> None:
+    def __init__(self, record: ProducerRecord, owner: _Owner) -> None:
         self.record = record
-        self._poll = poll
+        self._owner = owner
         self._resolved = False
-        self._metadata: RecordMetadata | None = None
+        self._message: Any = None
         self._error: KafkaClientError | None = None
 
     def __repr__(self) -> str:
         state = "pending" if not self._resolved else ("failed" if self._error else "delivered")
         return f"DeliveryHandle({state}, topic={self.record.topic!r})"
 
-    def _resolve(self, metadata: RecordMetadata | None, error: KafkaClientError | None) -> None:
-        self._metadata, self._error = metadata, error
-        self._resolved = True
+    def _deliver(self, err: Any, msg: Any) -> None:
+        """The librdkafka delivery callback of this record."""
+        if err is None:
+            self._message = msg
+            self._resolved = True
+            self._owner._delivered(self)
+        else:
+            self._error = self._owner._failed(self, err)
+            self._resolved = True
 
     def done(self) -> bool:
         """True once the broker acknowledged or the record failed."""
@@ -90,12 +96,22 @@ class DeliveryHandle:
                     f"{timeout}s; it is still queued and may yet be delivered",
                     record=self.record,
                 )
-            self._poll(left)
+            self._owner._poll(left)
         if self._error is not None:
             raise self._error
-        assert self._metadata is not None
-        return self._metadata
+        msg = self._message
+        return RecordMetadata(msg.topic(), msg.partition(), msg.offset(), msg.timestamp()[1])
 
     def exception(self) -> KafkaClientError | None:
         """The failure, if the record failed (None while pending or on success)."""
         return self._error
+
+
+class _Owner(Protocol):
+    """What a handle needs from its producer."""
+
+    def _poll(self, timeout: float) -> Any: ...
+
+    def _delivered(self, handle: DeliveryHandle) -> None: ...
+
+    def _failed(self, handle: DeliveryHandle, err: Any) -> KafkaClientError: ...

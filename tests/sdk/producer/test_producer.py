@@ -162,3 +162,18 @@ def test_python_partitioner_picks_up_added_partitions(kafka_cluster: Any, make_t
         producer.flush(30)
     assert {h.result().partition for h in before} == {0, 1}
     assert {h.result().partition for h in after} == {0, 1, 2, 3}
+
+
+def test_on_delivery_sees_every_resolved_handle(kafka_cluster: Any, make_topic: Any) -> None:
+    topic = make_topic(1, config={"max.message.bytes": "2000"})
+    seen: list[tuple[bool, bool]] = []
+    producer = Producer(
+        profile(kafka_cluster.bootstrap_servers),
+        on_delivery=lambda h: seen.append((h.done(), h.exception() is None)),
+    )
+    producer.send_and_wait(topic, b"small", timeout=30)
+    producer.send(topic, b"z" * 10_000)
+    with pytest.raises(Exception, match="failed delivery"):
+        producer.flush(30)
+    producer.close()
+    assert seen == [(True, True), (True, False)]
