@@ -126,7 +126,7 @@ class Consumer:
         self._tracker = AckTracker()
         self._callback_error: BaseException | None = None
         self._last_client_error: KafkaClientError | None = None
-        self._assigned_ever = False
+        self._assigned_at: float | None = None
         self._in_flight = 0
         self.stats = ConsumerStats()
 
@@ -229,7 +229,9 @@ class Consumer:
         Args:
             handler: Called once per record (retried per ``profile.failure``).
             max_records: Return after taking this many records from Kafka (poison pills count).
-            idle_timeout: Return after this many seconds without a record.
+            idle_timeout: Return after this many seconds without a record, counted from the
+                latest partition assignment (a slow group join is not idleness). Before the
+                first assignment it bounds only the wait for an unreachable broker.
             handle_sigterm: Turn SIGTERM into :meth:`stop` while running (main thread only):
                 the run commits what was handled and returns.
 
@@ -384,8 +386,9 @@ class Consumer:
                     return
             messages = self._poll(client, limit)
             if not messages:
-                if idle_timeout is not None and time.monotonic() - last >= idle_timeout:
-                    self._raise_if_never_connected()
+                if idle_timeout is not None and self._idle_for(last) >= idle_timeout:
+                    if self._assigned_at is None and self._last_client_error is not None:
+                        raise self._last_client_error  # never joined: no broker answered
                     return
                 continue
             last = time.monotonic()
@@ -537,7 +540,7 @@ class Consumer:
 
     # ------------------------------------------------------------------ callbacks
     def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
-        self._assigned_ever = True
+        self._assigned_at = time.monotonic()  # idle_timeout counts from here
 
     def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
         """Commit what was handled before the partitions go to another member."""
@@ -567,7 +570,16 @@ class Consumer:
             error, self._callback_error = self._callback_error, None
             raise error
 
-    def _raise_if_never_connected(self) -> None:
-        error = self._last_client_error
-        if not self._assigned_ever and isinstance(error, BrokerUnreachableError):
-            raise error
+    def _idle_for(self, last_record: float) -> float:
+        """Seconds without records since partitions were assigned (0 while joining).
+
+        Raises:
+            BrokerUnreachableError: No assignment yet and no broker answers.
+        """
+        now = time.monotonic()
+        if self._assigned_at is None:
+            error = self._last_client_error
+            if isinstance(error, BrokerUnreachableError):
+                return now - last_record  # idle_timeout bounds the wait for a broker ...
+            return 0.0  # ... but a slow group join (coordinator loading) is not idleness
+        return now - max(last_record, self._assigned_at)
