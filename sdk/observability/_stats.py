@@ -19,8 +19,7 @@ class PartitionLag:
     Attributes:
         topic: Topic name.
         partition: Partition id.
-        lag: ``consumer_lag``: high watermark (or last stable offset under read_committed)
-            minus the committed offset, in records.
+        lag: Records between the consumer's position and the end of the partition.
         group: The consumer group, if the caller named it.
     """
 
@@ -30,11 +29,29 @@ class PartitionLag:
     group: str | None = None
 
 
-def consumer_lag(stats: Mapping[str, Any], group: str | None = None) -> list[PartitionLag]:
-    """Extract ``topics → partitions → consumer_lag`` from a librdkafka statistics object.
+def _lag(p: Mapping[str, Any]) -> int | None:
+    end = int(p.get("ls_offset", -1))
+    if end < 0:
+        end = int(p.get("hi_offset", -1))
+    position = max(int(p.get("committed_offset", -1)), int(p.get("app_offset", -1)))
+    if end >= 0 and position >= 0:
+        return max(0, end - position)
+    lag = int(p.get("consumer_lag", -1))
+    return lag if lag >= 0 else None
 
-    Partitions librdkafka does not know the lag of (``-1``: not assigned, nothing committed
-    yet) and its internal unassigned partition (id ``-1``) are left out.
+
+def consumer_lag(stats: Mapping[str, Any], group: str | None = None) -> list[PartitionLag]:
+    """Extract the lag of each partition from a librdkafka statistics object.
+
+    The lag is the end offset (``ls_offset``, the last stable offset, which equals
+    ``hi_offset`` without open transactions; ``hi_offset`` if unknown) minus the consumer's
+    position, the larger of ``committed_offset`` and ``app_offset`` (the next offset the
+    application will see). librdkafka's own ``consumer_lag`` counts from ``committed_offset``
+    only, which a transactional processor never moves: its offsets are committed by the
+    producer (``send_offsets_to_transaction``), so ``consumer_lag`` stays ``-1`` there.
+    ``consumer_lag`` is the fallback when the offsets are unknown. Partitions without any
+    known lag (not assigned, nothing fetched) and the internal unassigned partition (id
+    ``-1``) are left out.
 
     Args:
         stats: The decoded statistics JSON.
@@ -56,10 +73,10 @@ def consumer_lag(stats: Mapping[str, Any], group: str | None = None) -> list[Par
                 continue
             try:
                 partition = int(pstats.get("partition", pid))
-                lag = int(pstats.get("consumer_lag", -1))
+                lag = _lag(pstats)
             except (TypeError, ValueError):
                 continue
-            if partition >= 0 and lag >= 0:
+            if partition >= 0 and lag is not None:
                 out.append(PartitionLag(str(topic), partition, lag, group))
     out.sort(key=lambda p: (p.topic, p.partition))
     return out

@@ -33,9 +33,10 @@ def _resolve_type(name: str) -> type[BaseException]:
 class HandlerRunner:
     """Run a handler with retries; on the last failure raise HandlerError carrying the input."""
 
-    def __init__(self, policy: FailurePolicy) -> None:
+    def __init__(self, policy: FailurePolicy, on_retry: Callable[[], None] | None = None) -> None:
         self.policy = policy
         self._retry_on = tuple(_resolve_type(n) for n in policy.retry_on)
+        self._on_retry = on_retry
 
     def run(self, fn: Callable[[Any], Any], arg: Any) -> list[OutputRecord]:
         """Call ``fn(arg)`` and materialize its outputs, retrying per the policy.
@@ -60,6 +61,7 @@ class HandlerRunner:
                     min=p.backoff_initial_ms / 1000.0,
                     max=p.backoff_max_ms / 1000.0,
                 ),
+                before_sleep=lambda _: self._on_retry() if self._on_retry else None,
                 reraise=True,
             ):
                 with attempt:

@@ -8,14 +8,19 @@ from typing import Any, TypeVar
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from sdk.errors import from_kafka_error
+from sdk.errors import ConfigurationError, from_kafka_error
+from sdk.observability import Outcome, Telemetry, TransactionSpan
 from sdk.processor._records import ProcessorStats
+from sdk.profiles import Guarantee, ProcessingProfile
 
 __all__ = [
     "TransactionalProducer",
     "call_kafka",
+    "commit_before_handling",
     "default_consumer",
     "default_producer",
+    "producer_config",
+    "rewind_to_committed",
     "timeout_error",
 ]
 
@@ -46,6 +51,7 @@ def call_kafka(
     stats: ProcessorStats,
     transactional: bool,
     attempts: int = 5,
+    telemetry: Telemetry | None = None,
 ) -> T:
     """Run one Kafka call; retry it while librdkafka says the error is retriable.
 
@@ -55,6 +61,7 @@ def call_kafka(
         stats: Counters (``retries`` is incremented per retry).
         transactional: Whether the call is a transactional producer call.
         attempts: Attempts in total before the last error is raised.
+        telemetry: Counts each retry as ``kafka_semantics.retries{operation=context}``.
 
     Returns:
         What ``fn`` returned.
@@ -67,6 +74,8 @@ def call_kafka(
 
     def before_sleep(_: Any) -> None:
         stats.retries += 1
+        if telemetry is not None:
+            telemetry.retry(context)
 
     try:
         for attempt in Retrying(
@@ -89,6 +98,9 @@ class TransactionalProducer:
     The producer is created lazily in :meth:`start`; :meth:`recreate` closes it and makes a new
     one with the same ``transactional.id``, whose ``init_transactions()`` bumps the epoch, so the
     coordinator fences every request the old instance may still have in flight.
+
+    Each transaction is a ``kafka.transaction`` span (:attr:`span`), begun by :meth:`begin` and
+    ended by whichever of :meth:`commit`, :meth:`abort` or :meth:`close` finishes it.
     """
 
     def __init__(
@@ -98,8 +110,11 @@ class TransactionalProducer:
         factory: Callable[[dict[str, Any]], Any],
         stats: ProcessorStats,
         timeout_s: float,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self._config = dict(config)
+        self._tel = telemetry or Telemetry.default()
+        self.span: TransactionSpan | None = None
         self._factory = factory
         self._stats = stats
         self._timeout = timeout_s
@@ -120,6 +135,7 @@ class TransactionalProducer:
             context="init_transactions",
             stats=self._stats,
             transactional=True,
+            telemetry=self._tel,
         )
         self.open = False
 
@@ -137,9 +153,11 @@ class TransactionalProducer:
             context="begin_transaction",
             stats=self._stats,
             transactional=True,
+            telemetry=self._tel,
         )
         self.open = True
         self.opened_at = time.monotonic()
+        self.span = self._tel.start_transaction(str(self._config.get("transactional.id", "")))
 
     def commit(self, offsets: list[Any], group_metadata: Any) -> None:
         """Commit the open transaction in numbered steps.
@@ -161,6 +179,7 @@ class TransactionalProducer:
             context="commit step 1 (flush)",
             stats=self._stats,
             transactional=True,
+            telemetry=self._tel,
             attempts=1,
         )
         if remaining:
@@ -177,17 +196,23 @@ class TransactionalProducer:
                 context="commit step 2 (send_offsets_to_transaction)",
                 stats=self._stats,
                 transactional=True,
+                telemetry=self._tel,
             )
         call_kafka(  # step 3
             lambda: producer.commit_transaction(self._timeout),
             context="commit step 3 (commit_transaction)",
             stats=self._stats,
             transactional=True,
+            telemetry=self._tel,
         )
         self.open = False
+        self._end_span("committed")
 
-    def abort(self) -> None:
+    def abort(self, cause: BaseException | None = None) -> None:
         """Abort the open transaction (purges unsent records).
+
+        Args:
+            cause: The error that made the abort necessary (recorded on the span).
 
         Raises:
             KafkaClientError: abort failed (AmbiguousTransactionError on a timeout).
@@ -198,22 +223,35 @@ class TransactionalProducer:
             context="abort_transaction",
             stats=self._stats,
             transactional=True,
+            telemetry=self._tel,
         )
         self.open = False
+        self._end_span("aborted", cause)
 
-    def recreate(self) -> None:
+    def recreate(self, outcome: Outcome = "aborted", cause: BaseException | None = None) -> None:
         """Close this producer and start a new one with the same transactional.id.
+
+        Args:
+            outcome: What became of the open transaction: ``aborted`` (the new epoch aborts
+                it) or ``unknown`` (an ambiguous commit the coordinator may have completed).
+            cause: The error that led here (recorded on the transaction span).
 
         Raises:
             KafkaClientError: The new producer's init_transactions failed.
         """
-        self.close()
+        self.close(outcome, cause)
         self._stats.producer_recreations += 1
         self._stats.note("producer recreated")
         self.start()
 
-    def close(self) -> None:
-        """Drop the producer without waiting (an open transaction is aborted by the next epoch)."""
+    def close(self, outcome: Outcome = "aborted", cause: BaseException | None = None) -> None:
+        """Drop the producer without waiting (an open transaction is aborted by the next epoch).
+
+        Args:
+            outcome: Outcome recorded for a transaction still open (its span is ended).
+            cause: The error that led here, if any.
+        """
+        self._end_span(outcome, cause)
         if self.producer is not None:
             try:
                 self.producer.purge()
@@ -222,6 +260,11 @@ class TransactionalProducer:
                 pass
         self.producer = None
         self.open = False
+
+    def _end_span(self, outcome: Outcome, cause: BaseException | None = None) -> None:
+        if self.span is not None:
+            self.span.end(outcome, error=cause)
+            self.span = None
 
 
 def default_producer(config: dict[str, Any]) -> Any:
@@ -243,3 +286,98 @@ def timeout_error(reason: str) -> Any:
     from confluent_kafka import KafkaError
 
     return KafkaError(KafkaError._TIMED_OUT, reason)
+
+
+def producer_config(
+    profile: ProcessingProfile, transactional_id: str | None, instance_id: str | None
+) -> dict[str, Any]:
+    """Render the processor's producer config (transactional.id for exactly_once).
+
+    Raises:
+        ConfigurationError: exactly_once with neither a transactional id nor an instance id.
+    """
+    p = profile.producer
+    if profile.guarantee is not Guarantee.EXACTLY_ONCE:
+        return dict(p.render())
+    tid = transactional_id or p.transactional_id
+    if tid is None:
+        if not instance_id:
+            raise ConfigurationError(
+                "instance_id: the profile has only transactional_id_prefix; pass a stable "
+                "instance_id (or transactional_id)",
+                field="instance_id",
+            )
+        tid = f"{p.transactional_id_prefix}{instance_id}"
+    config: dict[str, Any] = dict(p.render(transactional_id=tid))
+    # librdkafka refuses message.timeout.ms > transaction.timeout.ms.
+    config["message.timeout.ms"] = min(int(config["message.timeout.ms"]), p.transaction_timeout_ms)
+    return config
+
+
+def rewind_to_committed(
+    consumer: Any,
+    *,
+    latest: bool,
+    stats: ProcessorStats,
+    timeout_s: float,
+    telemetry: Telemetry | None = None,
+) -> None:
+    """Seek every assigned partition back to its committed offset (no rebalance wait).
+
+    Args:
+        consumer: The ``confluent_kafka.Consumer``.
+        latest: Where a partition without a committed offset goes (auto.offset.reset=latest).
+        stats: Counters (``rewinds``, ``retries``).
+        timeout_s: Timeout of the ``committed()`` call.
+        telemetry: Counts retries of the ``committed()`` call.
+
+    Raises:
+        KafkaClientError: ``committed()`` failed after retries.
+    """
+    from confluent_kafka import OFFSET_BEGINNING, OFFSET_END
+
+    assignment = consumer.assignment()
+    if not assignment:
+        return
+    committed = call_kafka(
+        lambda: consumer.committed(assignment, timeout_s),
+        context="committed",
+        stats=stats,
+        transactional=False,
+        telemetry=telemetry,
+    )
+    fallback = OFFSET_END if latest else OFFSET_BEGINNING
+    for tp in committed:
+        if tp.offset < 0:
+            tp.offset = fallback
+        try:
+            consumer.seek(tp)
+        except Exception as exc:  # not yet fetching: re-assigning sets the position
+            stats.note(f"seek {tp.topic}[{tp.partition}] failed ({exc}); reassigning")
+            consumer.incremental_unassign([tp])
+            consumer.incremental_assign([tp])
+    stats.rewinds += 1
+
+
+def commit_before_handling(
+    consumer: Any, records: list[Any], stats: ProcessorStats, telemetry: Telemetry | None
+) -> None:
+    """at_most_once: commit the positions after ``records`` synchronously, before the handler.
+
+    Raises:
+        KafkaClientError: The commit failed after retries.
+    """
+    from confluent_kafka import TopicPartition
+
+    last: dict[tuple[str, int], int] = {}
+    for m in records:
+        last[(m.topic(), m.partition())] = m.offset() + 1
+    offsets = [TopicPartition(t, p, o) for (t, p), o in sorted(last.items())]
+    call_kafka(
+        lambda: consumer.commit(offsets=offsets, asynchronous=False),
+        context="commit (at_most_once, before handling)",
+        stats=stats,
+        transactional=False,
+        telemetry=telemetry,
+    )
+    stats.commits += 1

@@ -6,6 +6,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Literal
 
 from confluent_kafka import KafkaException
@@ -19,12 +20,16 @@ from sdk.errors import (
     ProducerFencedError,
     from_kafka_error,
 )
+from sdk.observability import Outcome, Telemetry, get_logger, redact
 from sdk.processor._failure import HandlerRunner, dead_letter
 from sdk.processor._kafka_calls import (
     TransactionalProducer,
     call_kafka,
+    commit_before_handling,
     default_consumer,
     default_producer,
+    producer_config,
+    rewind_to_committed,
     timeout_error,
 )
 from sdk.processor._records import (
@@ -38,6 +43,7 @@ from sdk.profiles import Guarantee, ProcessingProfile
 
 __all__ = ["Processor"]
 
+_log = get_logger("sdk.processor")
 _EOS = Guarantee.EXACTLY_ONCE
 _ALO = Guarantee.AT_LEAST_ONCE
 
@@ -67,6 +73,8 @@ class Processor:
         poll_timeout_s: How long one consume() waits for records.
         producer_factory: Makes the producer from a librdkafka dict (tests pass fakes).
         consumer_factory: Makes the consumer from a librdkafka dict.
+        telemetry: Spans/metrics hooks (default: :meth:`Telemetry.default`, a no-op until the
+            application installs an OpenTelemetry SDK). See docs/observability.md.
 
     Raises:
         ConfigurationError: Neither or both handlers, or no transactional id for exactly_once.
@@ -85,6 +93,7 @@ class Processor:
         poll_timeout_s: float = 0.1,
         producer_factory: Callable[[dict[str, Any]], Any] = default_producer,
         consumer_factory: Callable[[dict[str, Any]], Any] = default_consumer,
+        telemetry: Telemetry | None = None,
     ) -> None:
         if (handler is None) == (batch_handler is None):
             raise ConfigurationError(
@@ -100,7 +109,11 @@ class Processor:
         self._on_fenced = on_fenced
         self._poll_timeout = poll_timeout_s
         self._consumer_factory = consumer_factory
-        self._runner = HandlerRunner(profile.consumer.failure)
+        self._tel = tel = telemetry or Telemetry.default()
+        self._group = profile.consumer.group_id
+        self._runner = HandlerRunner(
+            profile.consumer.failure, on_retry=lambda: tel.retry("handler")
+        )
         self.stats = ProcessorStats()
         self.state = ProcessorState.CREATED
         self._stop = threading.Event()
@@ -110,33 +123,17 @@ class Processor:
         self._last_commit = time.monotonic()
         self._callback_error: BaseException | None = None
         self._failures_since_commit = 0
-        pconfig: dict[str, Any] = dict(self._producer_config(transactional_id, instance_id))
+        pconfig: dict[str, Any] = dict(producer_config(profile, transactional_id, instance_id))
         self.transactional_id = pconfig.get("transactional.id")
         self._timeout_s = max(5.0, profile.producer.transaction_timeout_ms / 1000.0)
         self._txn = TransactionalProducer(
-            pconfig, factory=producer_factory, stats=self.stats, timeout_s=self._timeout_s
+            pconfig,
+            factory=producer_factory,
+            stats=self.stats,
+            timeout_s=self._timeout_s,
+            telemetry=tel,
         )
         self._producer_factory = producer_factory
-
-    def _producer_config(self, transactional_id: str | None, instance_id: str | None) -> Any:
-        p = self.profile.producer
-        if self.guarantee is not _EOS:
-            return p.render()
-        tid = transactional_id or p.transactional_id
-        if tid is None:
-            if not instance_id:
-                raise ConfigurationError(
-                    "instance_id: the profile has only transactional_id_prefix; pass a stable "
-                    "instance_id (or transactional_id)",
-                    field="instance_id",
-                )
-            tid = f"{p.transactional_id_prefix}{instance_id}"
-        config = p.render(transactional_id=tid)
-        # librdkafka refuses message.timeout.ms > transaction.timeout.ms.
-        config["message.timeout.ms"] = min(
-            int(config["message.timeout.ms"]), p.transaction_timeout_ms
-        )
-        return config
 
     # ---------------------------------------------------------------- lifecycle
     def __enter__(self) -> Processor:
@@ -193,7 +190,20 @@ class Processor:
         return self.stats
 
     def _start(self) -> None:
-        config = dict(self.profile.consumer.render())
+        config: dict[str, Any] = dict(self.profile.consumer.render())
+        if "statistics.interval.ms" in config and "stats_cb" not in config:
+            config["stats_cb"] = self._tel.stats_callback(self._group)  # consumer lag gauge
+        _log.info(
+            "processor starting: %s on %s",
+            self.guarantee.value,
+            self.topics,
+            extra={
+                "guarantee": self.guarantee.value,
+                "transactional_id": self.transactional_id,
+                "consumer_config": redact(config),
+                "producer_config": redact(self._txn._config),
+            },
+        )
         self._consumer = self._consumer_factory(config)
         if self.guarantee is _EOS:
             self._txn.start()
@@ -219,7 +229,7 @@ class Processor:
                 raise from_kafka_error(err, context="consume")
         if records:
             if self.guarantee is Guarantee.AT_MOST_ONCE:
-                self._commit_consumer(records)
+                commit_before_handling(self._consumer, records, self.stats, self._tel)
             self._handle(records)
         if self._due():
             self._commit_or_recover()
@@ -253,55 +263,75 @@ class Processor:
             except KafkaClientError as exc:
                 self._recover(exc)
                 return False
-        try:
-            outputs = self._runner.run(fn, arg)
-        except HandlerError as exc:
-            self.stats.handler_failures += 1
-            failure = self.profile.consumer.failure
-            if failure.on_failure == "stop" or failure.dlq_topic is None:
-                self.stats.note(f"handler failed, stopping: {exc}")
-                if self.guarantee is _EOS:
-                    self._abort_and_rewind(count_recovery=False)
-                else:
-                    self._commit_or_recover()
-                raise
-            outputs = [dead_letter(m, failure.dlq_topic, exc) for m in msgs]
-            self.stats.dead_lettered += len(msgs)
-        try:
-            for out in outputs:
-                self._produce(out)
-        except KafkaException as exc:
-            # produce() refuses (_STATE) once a delivery failed in this transaction.
-            err = from_kafka_error(
-                exc.args[0], context="produce", transactional=self.guarantee is _EOS
-            )
-            if self.guarantee is not _EOS:
-                raise err from exc
-            if not (err.fatal or isinstance(err, ProducerFencedError)):
-                err.txn_requires_abort = True
-            self._recover(err)
-            return False
+        with self._process_span(arg, msgs):
+            try:
+                outputs = self._runner.run(fn, arg)
+            except HandlerError as exc:
+                self.stats.handler_failures += 1
+                failure = self.profile.consumer.failure
+                if failure.on_failure == "stop" or failure.dlq_topic is None:
+                    self.stats.note(f"handler failed, stopping: {exc}")
+                    if self.guarantee is _EOS:
+                        self._abort_and_rewind(count_recovery=False, cause=exc)
+                    else:
+                        self._commit_or_recover()
+                    raise
+                outputs = [dead_letter(m, failure.dlq_topic, exc) for m in msgs]
+                self.stats.dead_lettered += len(msgs)
+                for m in msgs:
+                    self._tel.dead_lettered(m.topic(), failure.dlq_topic)
+            try:
+                for out in outputs:
+                    self._produce(out)
+            except KafkaException as exc:
+                # produce() refuses (_STATE) once a delivery failed in this transaction.
+                err = from_kafka_error(
+                    exc.args[0], context="produce", transactional=self.guarantee is _EOS
+                )
+                if self.guarantee is not _EOS:
+                    raise err from exc
+                if not (err.fatal or isinstance(err, ProducerFencedError)):
+                    err.txn_requires_abort = True
+                self._recover(err)
+                return False
         for msg in msgs:
             self._positions[(msg.topic(), msg.partition())] = msg.offset() + 1
         self.stats.records_in += len(msgs)
         self._pending += len(msgs)
+        if self._txn.span is not None:
+            self._txn.span.add_input(len(msgs))
         return True
 
+    def _process_span(self, arg: Any, msgs: list[Any]) -> AbstractContextManager[Any]:
+        """``process <topic>`` per record, or one span per batch linking every record."""
+        tx = self._txn.span
+        if arg is msgs:
+            return self._tel.batch_process_span(msgs, self._group, transaction=tx)
+        m = msgs[0]
+        return self._tel.process_span(
+            m.topic(), m.partition(), m.offset(), m.key(), self._group, m.headers(), transaction=tx
+        )
+
     def _produce(self, out: OutputRecord) -> None:
+        """Produce one output inside a ``send <topic>`` span whose context goes in its headers."""
         producer = self._txn.producer
         kwargs: dict[str, Any] = {"value": out.value, "key": out.key}
-        if out.headers is not None:
-            kwargs["headers"] = list(out.headers)
         if out.partition is not None:
             kwargs["partition"] = out.partition
-        while True:
-            try:
-                producer.produce(out.topic, **kwargs)
-                break
-            except BufferError:
-                producer.poll(0.05)
+        with self._tel.send_span(out.topic, out.partition, out.key, tombstone=out.value is None):
+            headers = self._tel.inject(out.headers)
+            if headers or out.headers is not None:
+                kwargs["headers"] = headers
+            while True:
+                try:
+                    producer.produce(out.topic, **kwargs)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
         producer.poll(0)
         self.stats.records_out += 1
+        if self._txn.span is not None:
+            self._txn.span.add()
 
     # ---------------------------------------------------------------- commits
     def _offsets(self, keys: Iterable[tuple[str, int]] | None = None) -> list[Any]:
@@ -345,6 +375,7 @@ class Processor:
                     context="store_offsets",
                     stats=self.stats,
                     transactional=False,
+                    telemetry=self._tel,
                 )
             self.stats.commits += 1
         self._reset_pending()
@@ -354,21 +385,6 @@ class Processor:
         self._positions.clear()
         self._pending = 0
         self._last_commit = time.monotonic()
-
-    def _commit_consumer(self, records: list[Any]) -> None:
-        from confluent_kafka import TopicPartition
-
-        last: dict[tuple[str, int], int] = {}
-        for m in records:
-            last[(m.topic(), m.partition())] = m.offset() + 1
-        offsets = [TopicPartition(t, p, o) for (t, p), o in sorted(last.items())]
-        call_kafka(
-            lambda: self._consumer.commit(offsets=offsets, asynchronous=False),
-            context="commit (at_most_once, before handling)",
-            stats=self.stats,
-            transactional=False,
-        )
-        self.stats.commits += 1
 
     # ---------------------------------------------------------------- recovery paths
     def _recover(self, exc: KafkaClientError) -> None:
@@ -384,28 +400,30 @@ class Processor:
         if timed_out:
             # transaction timeout: the coordinator aborted it and bumped the epoch.
             self.stats.transaction_timeouts += 1
-            self._recreate_and_rewind()
+            self._recreate_and_rewind(cause=exc)
         elif isinstance(exc, AmbiguousTransactionError):
             # ambiguous commit/abort: never reuse this producer (no KIP-890 part 2).
             self.stats.ambiguous += 1
-            self._recreate_and_rewind()
+            self._recreate_and_rewind("unknown", cause=exc)
         elif exc.fatal or (isinstance(exc, ProducerFencedError) and not exc.txn_requires_abort):
             self.stats.fenced += 1
             if self._on_fenced == "raise":
-                self._txn.close()
+                self._txn.close(cause=exc)
                 raise exc
-            self._recreate_and_rewind()
+            self._recreate_and_rewind(cause=exc)
         elif self._failures_since_commit > 1:
             # abortable again right after an abort: librdkafka can keep a sequence gap (e.g.
             # OUT_OF_ORDER_SEQUENCE_NUMBER after a refused record); a new epoch resets it.
-            self._recreate_and_rewind()
+            self._recreate_and_rewind(cause=exc)
         else:
             # abortable (txn_requires_abort) or another non-retriable error: abort + rewind.
-            self._abort_and_rewind(count_recovery=exc.txn_requires_abort)
+            self._abort_and_rewind(count_recovery=exc.txn_requires_abort, cause=exc)
 
-    def _abort_and_rewind(self, *, count_recovery: bool) -> None:
+    def _abort_and_rewind(
+        self, *, count_recovery: bool, cause: BaseException | None = None
+    ) -> None:
         try:
-            self._txn.abort()
+            self._txn.abort(cause)
             self.stats.aborts += 1
         except KafkaClientError as exc:
             self.stats.note(f"abort failed: {exc}")
@@ -413,55 +431,41 @@ class Processor:
                 self.stats.ambiguous += 1
             elif exc.fatal and self._on_fenced == "raise":
                 self.stats.fenced += 1
-                self._txn.close()
+                self._txn.close(cause=exc)
                 raise
-            self._recreate_and_rewind()
+            self._recreate_and_rewind(cause=exc)
             return
         if count_recovery:
             self.stats.abortable_recoveries += 1
         self._rewind()
 
-    def _recreate_and_rewind(self) -> None:
-        self.stats.aborts += 1
-        self._txn.recreate()
-        self._rewind()
-
     def _rewind(self) -> None:
         """Seek every assigned partition back to its committed offset (no rebalance wait)."""
-        from confluent_kafka import OFFSET_BEGINNING, OFFSET_END
-
         self._reset_pending()
-        consumer = self._consumer
-        assignment = consumer.assignment()
-        if not assignment:
-            return
-        committed = call_kafka(
-            lambda: consumer.committed(assignment, self._timeout_s),
-            context="committed",
+        rewind_to_committed(
+            self._consumer,
+            latest=self.profile.consumer.auto_offset_reset == "latest",
             stats=self.stats,
-            transactional=False,
+            timeout_s=self._timeout_s,
+            telemetry=self._tel,
         )
-        fallback = OFFSET_BEGINNING
-        if self.profile.consumer.auto_offset_reset == "latest":
-            fallback = OFFSET_END
-        for tp in committed:
-            if tp.offset < 0:
-                tp.offset = fallback
-            try:
-                consumer.seek(tp)
-            except Exception as exc:  # not yet fetching: re-assigning sets the position
-                self.stats.note(f"seek {tp.topic}[{tp.partition}] failed ({exc}); reassigning")
-                consumer.incremental_unassign([tp])
-                consumer.incremental_assign([tp])
-        self.stats.rewinds += 1
+
+    def _recreate_and_rewind(
+        self, outcome: Outcome = "aborted", cause: BaseException | None = None
+    ) -> None:
+        self.stats.aborts += 1
+        self._txn.recreate(outcome, cause)
+        self._rewind()
 
     # ---------------------------------------------------------------- rebalance callbacks
     def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
         self.stats.note(f"assigned {len(partitions)} partitions")
+        self._tel.rebalance("assigned", len(partitions))
 
     def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
         """Commit (or abort and rewind) the in-flight work before the partitions go."""
         self.stats.revoked += 1
+        self._tel.rebalance("revoked", len(partitions))
         try:
             self._commit_or_recover()
         except BaseException as exc:  # surfaced by the loop after consume() returns
@@ -471,6 +475,7 @@ class Processor:
     def _on_lost(self, consumer: Any, partitions: list[Any]) -> None:
         """Partitions were lost (session expired): another member may own them; abort."""
         self.stats.lost += 1
+        self._tel.rebalance("lost", len(partitions))
         if self.guarantee is _EOS and self._txn.open:
             try:
                 self._txn.abort()

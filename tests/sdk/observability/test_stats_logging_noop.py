@@ -26,6 +26,15 @@ STATS = {
             "partitions": {
                 "0": {"partition": 0, "consumer_lag": 7, "hi_offset": 10, "committed_offset": 3},
                 "1": {"partition": 1, "consumer_lag": -1, "hi_offset": 4},
+                # a transactional processor: committed_offset stays unknown, app_offset moves
+                "3": {
+                    "partition": 3,
+                    "consumer_lag": -1,
+                    "hi_offset": 12,
+                    "ls_offset": 11,
+                    "committed_offset": -1001,
+                    "app_offset": 5,
+                },
                 "-1": {"partition": -1, "consumer_lag": -1},
             },
         },
@@ -38,9 +47,14 @@ def test_consumer_lag_keeps_known_lags_only() -> None:
     assert consumer_lag(STATS, group="g") == [
         PartitionLag("audit", 2, 0, "g"),
         PartitionLag("orders", 0, 7, "g"),
+        PartitionLag("orders", 3, 6, "g"),
     ]
     assert consumer_lag({"topics": "garbage"}) == []
     assert consumer_lag({"topics": {"t": {"partitions": {"0": {"consumer_lag": "x"}}}}}) == []
+    # only consumer_lag known: it is used as is
+    assert consumer_lag({"topics": {"t": {"partitions": {"0": {"consumer_lag": 4}}}}}) == [
+        PartitionLag("t", 0, 4)
+    ]
 
 
 def test_lag_gauge_reports_latest_statistics_per_client() -> None:
@@ -57,17 +71,17 @@ def test_lag_gauge_reports_latest_statistics_per_client() -> None:
         (a["messaging.destination.name"], a["messaging.destination.partition.id"]): p.value
         for a, p in otel.points("kafka_semantics.consumer.lag")
     }
-    assert points == {("orders", "0"): 9, ("audit", "2"): 0}
+    assert points == {("orders", "0"): 9, ("orders", "3"): 6, ("audit", "2"): 0}
     # a newer document from client 2 replaces its earlier one
     other["topics"] = {"orders": {"partitions": {"0": {"partition": 0, "consumer_lag": 1}}}}
     tel.stats_callback(group="g")(json.dumps(other))
-    assert [(p.topic, p.lag) for p in tel.lag()] == [("audit", 0), ("orders", 7)]
+    assert [(p.topic, p.lag) for p in tel.lag()] == [("audit", 0), ("orders", 7), ("orders", 6)]
 
 
 def test_lag_table_expires_silent_clients() -> None:
     table = LagTable(ttl_s=0.05)
     table.update(json.dumps(STATS))
-    assert len(list(table.current())) == 2
+    assert len(list(table.current())) == 3
     time.sleep(0.1)
     assert list(table.current()) == []
 
