@@ -99,6 +99,18 @@ def _free_ports(count: int) -> list[int]:
             s.close()
 
 
+def _new_cluster_id() -> str:
+    """A random KRaft cluster id that does not start with "-".
+
+    kafka-storage's argument parser takes an id like "-Xb3..." for an option (1 start in 64
+    failed this way); Kafka's own ``Uuid.randomUuid()`` avoids such ids for the same reason.
+    """
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 def _check_port_free(port: int) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         try:
@@ -236,7 +248,7 @@ class LocalCluster:
         for port in ports:
             _check_port_free(port)
         controller_ports = _free_ports(self.size)
-        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        self.cluster_id = _new_cluster_id()
         self._nodes = {}
         for index in range(self.size):
             node_id = index + 1

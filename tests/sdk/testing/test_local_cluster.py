@@ -239,3 +239,11 @@ def test_cli_up_status_down(tmp_path: Path) -> None:
         )
     assert down.returncode == 0, down.stderr
     assert not (pids & _java_pids()), "down left broker processes behind"
+
+
+def test_cluster_ids_never_look_like_options() -> None:
+    from sdk.testing.cluster._local import _new_cluster_id
+
+    ids = [_new_cluster_id() for _ in range(5000)]  # ~78 would start with "-" unguarded
+    assert not any(i.startswith("-") for i in ids)
+    assert all(len(i) == 22 for i in ids)
