@@ -18,6 +18,7 @@ from sdk.errors import (
     KafkaTimeoutError,
     SdkError,
     SerializationError,
+    TransactionError,
     UnknownTopicError,
     from_kafka_error,
 )
@@ -135,6 +136,7 @@ class Producer:
         self._known_topics: set[str] = set()
         self._failures: list[KafkaClientError] = []
         self._txn_initialized = False
+        self._in_transaction = False
         self.delivered = 0
         """Records acknowledged so far."""
         self.failed = 0
@@ -449,6 +451,14 @@ class Producer:
                 )
                 if err.code in _unknown_partition_codes():
                     self._router.invalidate(topic)
+                if self._transactional and not self._in_transaction:
+                    raise TransactionError(
+                        f"send to {topic!r}: an exactly_once producer sends only inside a "
+                        "transaction: call begin_transaction() first, or use "
+                        "`with producer.transaction():`",
+                        kafka_error=exc.args[0],
+                        record=record,
+                    ) from exc
                 raise err from exc
 
     def _check_topic(self, client: Any, record: ProducerRecord) -> None:
@@ -539,6 +549,7 @@ class Producer:
         if not self._txn_initialized:
             self.init_transactions()
         self._txn_call("begin_transaction", client.begin_transaction)
+        self._in_transaction = True
 
     def send_offsets_to_transaction(
         self, offsets: Sequence[Any], group_metadata: Any, timeout: float = 30.0
@@ -571,6 +582,7 @@ class Producer:
         """
         client = self._ensure_client()
         self._txn_call("commit_transaction", lambda: client.commit_transaction(timeout))
+        self._in_transaction = False
 
     def abort_transaction(self, timeout: float = 60.0) -> None:
         """Abort the open transaction; its records are never visible to read_committed readers.
@@ -580,6 +592,7 @@ class Producer:
         """
         client = self._ensure_client()
         self._txn_call("abort_transaction", lambda: client.abort_transaction(timeout))
+        self._in_transaction = False
         with self._lock:
             self._failures.clear()  # aborted records are reported by the abort itself
 

@@ -177,3 +177,16 @@ def test_on_delivery_sees_every_resolved_handle(kafka_cluster: Any, make_topic: 
         producer.flush(30)
     producer.close()
     assert seen == [(True, True), (True, False)]
+
+
+def test_exactly_once_send_outside_a_transaction_is_explained(
+    kafka_cluster: Any, make_topic: Any
+) -> None:
+    from sdk.errors import TransactionError
+
+    topic = make_topic(1)
+    with Producer(profile(kafka_cluster.bootstrap_servers, "exactly_once")) as producer:
+        producer.init_transactions()
+        with pytest.raises(TransactionError, match="only inside a transaction") as info:
+            producer.send(topic, b"v")
+        assert info.value.record.value == b"v"
