@@ -11,9 +11,9 @@ from contextlib import contextmanager, suppress
 from types import TracebackType
 from typing import Any
 
-from sdk.consumer._failure import DeadLetterSink, RecordDecoder, run_handler
-from sdk.consumer._kafka import call_kafka, check_partitions, next_offsets, translate
-from sdk.consumer._offsets import AckTracker
+from sdk.consumer._commits import OffsetKeeper
+from sdk.consumer._failure import FailurePath
+from sdk.consumer._kafka import call_kafka, translate
 from sdk.consumer._records import (
     BatchRecordHandler,
     ConsumerRecord,
@@ -26,13 +26,10 @@ from sdk.errors import (
     BrokerUnreachableError,
     ClosedError,
     ConfigurationError,
-    HandlerError,
     KafkaClientError,
     SdkError,
-    SerializationError,
     UnknownTopicError,
 )
-from sdk.processor._failure import HandlerRunner
 from sdk.profiles import ConsumerProfile, Guarantee
 from sdk.serialization import Deserializer
 
@@ -108,27 +105,20 @@ class Consumer:
         self.profile = profile
         self.guarantee = profile.guarantee
         self.topics = names
-        self._decoder = RecordDecoder(key_deserializer, value_deserializer)
-        self._runner = HandlerRunner(profile.failure)
-        self._dlq: DeadLetterSink | None = None
-        if profile.failure.dlq_topic:
-            self._dlq = DeadLetterSink(profile, dead_letter_producer_config)
-        elif dead_letter_producer_config:
-            raise ConfigurationError(
-                "dead_letter_producer_config: the profile has no failure.dlq_topic",
-                field="dead_letter_producer_config",
-            )
+        self.stats = ConsumerStats()
+        self._failure = FailurePath(
+            profile, self.stats, key_deserializer, value_deserializer, dead_letter_producer_config
+        )
         self._poll_timeout = poll_timeout_s
         self._factory = client_factory
         self._client: Any = None
         self._state = ConsumerState.NEW
         self._stop = threading.Event()
-        self._tracker = AckTracker()
         self._callback_error: BaseException | None = None
         self._last_client_error: KafkaClientError | None = None
         self._assigned_at: float | None = None
         self._in_flight = 0
-        self.stats = ConsumerStats()
+        self._offsets = OffsetKeeper(profile.guarantee, self.stats)
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -180,13 +170,12 @@ class Consumer:
         self._state = ConsumerState.CLOSED
         try:
             if client is not None:
-                self._commit_stored(client, "commit on close")
+                self._offsets.commit_stored(client, "commit on close")
         finally:
             if client is not None:
                 with suppress(Exception):
                     client.close()
-            if self._dlq is not None:
-                self._dlq.close()
+            self._failure.close()
 
     def _open(self) -> Any:
         if self._state is ConsumerState.CLOSED:
@@ -208,8 +197,8 @@ class Consumer:
             client.subscribe(
                 self.topics,
                 on_assign=self._on_assign,
-                on_revoke=self._on_revoke,
-                on_lost=self._on_lost,
+                on_revoke=self._offsets.on_revoke,
+                on_lost=self._offsets.on_lost,
             )
             self._client = client
             self._state = ConsumerState.OPEN
@@ -300,12 +289,13 @@ class Consumer:
         with self._running(handle_sigterm):
             for messages in self._batches(max_records, idle_timeout):
                 for message in messages:
-                    if self.guarantee is _ALO:
-                        self._tracker.track(message.topic(), message.partition(), message.offset())
-                    record = self._decode(message)
+                    self._offsets.track(message)
+                    record = self._failure.decode(message)
                     self._in_flight -= 1
                     if record is None:
-                        self._ack(message.topic(), message.partition(), message.offset())
+                        self._offsets.ack(
+                            self._client, message.topic(), message.partition(), message.offset()
+                        )
                     else:
                         yield record
 
@@ -321,8 +311,7 @@ class Consumer:
         """
         if self._state is ConsumerState.CLOSED:
             raise ClosedError("ack() after close(): the offset can no longer be stored")
-        if self.guarantee is _ALO:
-            self._ack(record.topic, record.partition, record.offset)
+        self._offsets.ack(self._client, record.topic, record.partition, record.offset)
 
     def dead_letter(self, record: ConsumerRecord, error: BaseException) -> None:
         """Send a record to the dead-letter topic and wait for it (then :meth:`ack` it).
@@ -331,12 +320,12 @@ class Consumer:
             ConfigurationError: The profile has no ``failure.dlq_topic``.
             KafkaClientError: The dead-letter record was not acknowledged.
         """
-        if self._dlq is None:
+        if self._failure.dlq is None:
             raise ConfigurationError(
                 "failure.dlq_topic: dead_letter() needs a dead-letter topic in the profile",
                 field="failure.dlq_topic",
             )
-        self._dlq.send(record.raw, error, attempts=0, stage="user")
+        self._failure.dlq.send(record.raw, error, attempts=0, stage="user")
         self.stats.dead_lettered += 1
 
     # ------------------------------------------------------------------ the loop
@@ -367,11 +356,11 @@ class Consumer:
             if client is not None:
                 if failed:
                     try:
-                        self._commit_stored(client, "commit at the end of the run")
+                        self._offsets.commit_stored(client, "commit at the end of the run")
                     except SdkError as exc:  # don't mask the error that ended the run
                         _log.warning("%s", exc)
                 else:
-                    self._commit_stored(client, "commit at the end of the run")
+                    self._offsets.commit_stored(client, "commit at the end of the run")
 
     def _batches(self, max_records: int | None, idle_timeout: float | None) -> Iterator[list[Any]]:
         """Yield polled batches (at_most_once: each already committed)."""
@@ -394,8 +383,9 @@ class Consumer:
             last = time.monotonic()
             taken += len(messages)
             self.stats.polled += len(messages)
-            if self.guarantee is _AMO:
-                self._commit_before_handling(client, messages)
+            if not self._offsets.before_handling(client, messages):
+                taken -= len(messages)  # rewound, not handled: they come again
+                continue
             self._in_flight = len(messages)
             yield messages
 
@@ -424,9 +414,9 @@ class Consumer:
         for message in messages:
             if self._stop.is_set() and self.guarantee is _ALO:
                 return  # not stored: read again by the next run or the next owner
-            record = self._decode(message)
+            record = self._failure.decode(message)
             if record is not None:
-                self._handle_unit(handler, record, [message])
+                self._failure.handle(handler, record, [message])
             self._done([message])
 
     def _handle_batch(
@@ -435,127 +425,30 @@ class Consumer:
         records: list[ConsumerRecord] = []
         taken: list[Any] = []
         for message in messages:
-            record = self._decode_or_none(message)
+            record = self._failure.decoder.try_decode(message)
             if record is not None:
                 records.append(record)
                 taken.append(message)
                 continue
             if records:  # keep the offset order: handle what came before the poison pill
-                self._handle_unit(handler, records, taken)
+                self._failure.handle(handler, records, taken)
                 self._done(taken)
                 records, taken = [], []
-            self._decode(message)  # applies the failure policy to the poison pill
+            self._failure.decode(message)  # applies the failure policy to the poison pill
             self._done([message])
         if records:
-            self._handle_unit(handler, records, taken)
+            self._failure.handle(handler, records, taken)
             self._done(taken)
-
-    def _decode_or_none(self, message: Any) -> ConsumerRecord | None:
-        try:
-            return self._decoder.decode(message)
-        except SerializationError:
-            return None
-
-    def _decode(self, message: Any) -> ConsumerRecord | None:
-        """Decode; a poison pill is dead-lettered (returns None) or raised (on_failure=stop)."""
-        try:
-            return self._decoder.decode(message)
-        except SerializationError as exc:
-            self.stats.deserialization_failures += 1
-            self._fail(exc, [message], attempts=0, stage="deserialize")
-            return None
-
-    def _handle_unit(self, handler: Callable[[Any], Any], arg: Any, messages: list[Any]) -> None:
-        try:
-            run_handler(self._runner, handler, arg)
-        except HandlerError as exc:
-            self.stats.handler_failures += len(messages)
-            self._fail(exc, messages, attempts=exc.attempts, stage="handler")
-            return
-        self.stats.handled += len(messages)
-
-    def _fail(self, error: SdkError, messages: list[Any], *, attempts: int, stage: str) -> None:
-        """Dead-letter ``messages`` (waiting for the acknowledgement) or raise ``error``."""
-        if self.profile.failure.on_failure == "stop" or self._dlq is None:
-            _log.error("stopping: %s", error)
-            raise error
-        for message in messages:
-            self._dlq.send(message, error, attempts=attempts, stage=stage)
-            self.stats.dead_lettered += 1
 
     def _done(self, messages: list[Any]) -> None:
         """The records are handled or dead-lettered: store their offsets (at_least_once)."""
         self._in_flight -= len(messages)
-        if self.guarantee is not _ALO or self._client is None:
-            return
-        client = self._client
-        offsets = next_offsets(messages)
-        call_kafka(lambda: client.store_offsets(offsets=offsets), context="store_offsets")
-        self.stats.stored += 1
-
-    def _ack(self, topic: str, partition: int, offset: int) -> None:
-        from confluent_kafka import TopicPartition
-
-        try:
-            next_offset = self._tracker.ack(topic, partition, offset)
-        except KeyError:
-            self.stats.stale_acks += 1
-            return
-        client = self._client
-        if next_offset is None or client is None:
-            return
-        offsets = [TopicPartition(topic, partition, next_offset)]
-        call_kafka(lambda: client.store_offsets(offsets=offsets), context="store_offsets")
-        self.stats.stored += 1
-
-    # ------------------------------------------------------------------ commits
-    def _commit_before_handling(self, client: Any, messages: list[Any]) -> None:
-        """at_most_once: commit the batch synchronously before any handler sees it."""
-        offsets = next_offsets(messages)
-        context = "commit before handling (at_most_once)"
-        result = call_kafka(
-            lambda: client.commit(offsets=offsets, asynchronous=False),
-            context=context,
-            commit=True,
-        )
-        check_partitions(result, context)
-        self.stats.commits += 1
-
-    def _commit_stored(self, client: Any, context: str) -> None:
-        """at_least_once: commit the stored offsets synchronously (no-op if none)."""
-        from confluent_kafka import KafkaError
-
-        if self.guarantee is not _ALO:
-            return
-        try:
-            result = call_kafka(
-                lambda: client.commit(asynchronous=False), context=context, commit=True
-            )
-        except KafkaClientError as exc:
-            if exc.code == KafkaError._NO_OFFSET:
-                return  # nothing stored since the last commit
-            raise
-        check_partitions(result, context)
-        self.stats.commits += 1
+        if self._client is not None:
+            self._offsets.handled(self._client, messages)
 
     # ------------------------------------------------------------------ callbacks
     def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
         self._assigned_at = time.monotonic()  # idle_timeout counts from here
-
-    def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
-        """Commit what was handled before the partitions go to another member."""
-        self.stats.revoked += 1
-        try:
-            self._commit_stored(consumer, "commit on revoke")
-        except SdkError as exc:  # at_least_once: the new owner repeats those records
-            self.stats.note(str(exc))
-            _log.warning("%s", exc)
-        self._tracker.forget((tp.topic, tp.partition) for tp in partitions)
-
-    def _on_lost(self, consumer: Any, partitions: list[Any]) -> None:
-        """Partitions were lost (session expired): no commit is possible any more."""
-        self.stats.lost += 1
-        self._tracker.forget((tp.topic, tp.partition) for tp in partitions)
 
     def _on_client_error(self, kafka_error: Any) -> None:
         error = translate(kafka_error, "consumer")

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sdk.consumer._records import ConsumerRecord, headers_of
-from sdk.errors import ConfigurationError, SerializationError
+from sdk.consumer._records import ConsumerRecord, ConsumerStats, headers_of
+from sdk.errors import ConfigurationError, HandlerError, SdkError, SerializationError
 from sdk.processor._failure import HandlerRunner, dead_letter
 from sdk.producer import Producer, ProducerRecord
 from sdk.profiles import ConsumerProfile, Guarantee, ProducerProfile
 from sdk.serialization import Deserializer, resolve_deserializer
 
-__all__ = ["DeadLetterSink", "RecordDecoder", "run_handler"]
+__all__ = ["DeadLetterSink", "FailurePath", "RecordDecoder"]
+
+_log = logging.getLogger("sdk.consumer")
 
 
 class RecordDecoder:
@@ -21,6 +24,13 @@ class RecordDecoder:
     def __init__(self, key: str | Deserializer, value: str | Deserializer) -> None:
         self._key = resolve_deserializer(key, "key_deserializer")
         self._value = resolve_deserializer(value, "value_deserializer")
+
+    def try_decode(self, message: Any) -> ConsumerRecord | None:
+        """Like :meth:`decode`, but None for a poison pill."""
+        try:
+            return self.decode(message)
+        except SerializationError:
+            return None
 
     def decode(self, message: Any) -> ConsumerRecord:
         """Deserialize key and value.
@@ -52,19 +62,6 @@ class RecordDecoder:
             timestamp_ms=timestamp if timestamp > 0 else None,
             raw=message,
         )
-
-
-def run_handler(runner: HandlerRunner, handler: Callable[[Any], Any], arg: Any) -> None:
-    """Run ``handler(arg)`` with the runner's retries, ignoring what the handler returns.
-
-    Raises:
-        HandlerError: Every attempt failed (``.record`` is ``arg``, ``.attempts`` the count).
-    """
-
-    def call(value: Any) -> None:
-        handler(value)
-
-    runner.run(call, arg)
 
 
 def _qualified(exc: BaseException) -> str:
@@ -157,3 +154,95 @@ class DeadLetterSink:
         producer, self._producer = self._producer, None
         if producer is not None:
             producer.close(self._timeout)
+
+
+class FailurePath:
+    """Decode records and run the handler under the profile's FailurePolicy.
+
+    A failing handler is retried (tenacity, per ``failure``); then its records are
+    dead-lettered (each acknowledged by the DLQ before the caller stores its offset) or the
+    error is raised. A record that cannot be deserialized (a poison pill) takes the same path
+    without retries. Nothing is ever skipped silently.
+
+    Args:
+        profile: The consumer profile (``failure`` policy, DLQ settings).
+        stats: The consumer's counters.
+        key_deserializer: Name or callable.
+        value_deserializer: Name or callable.
+        dead_letter_producer_config: Extra librdkafka keys for the DLQ producer.
+
+    Raises:
+        ConfigurationError: Unknown deserializer, bad ``retry_on`` type, or a DLQ producer
+            config without a DLQ topic or one that would weaken it.
+    """
+
+    def __init__(
+        self,
+        profile: ConsumerProfile,
+        stats: ConsumerStats,
+        key_deserializer: str | Deserializer,
+        value_deserializer: str | Deserializer,
+        dead_letter_producer_config: Mapping[str, Any] | None,
+    ) -> None:
+        self.policy = profile.failure
+        self.stats = stats
+        self.decoder = RecordDecoder(key_deserializer, value_deserializer)
+        self._runner = HandlerRunner(profile.failure)
+        self.dlq: DeadLetterSink | None = None
+        if profile.failure.dlq_topic:
+            self.dlq = DeadLetterSink(profile, dead_letter_producer_config)
+        elif dead_letter_producer_config:
+            raise ConfigurationError(
+                "dead_letter_producer_config: the profile has no failure.dlq_topic",
+                field="dead_letter_producer_config",
+            )
+
+    def decode(self, message: Any) -> ConsumerRecord | None:
+        """Decode; a poison pill is dead-lettered (returns None) or raised.
+
+        Raises:
+            SerializationError: A poison pill with ``on_failure="stop"``.
+            KafkaClientError: The dead-letter record was not acknowledged.
+        """
+        try:
+            return self.decoder.decode(message)
+        except SerializationError as exc:
+            self.stats.deserialization_failures += 1
+            self._fail(exc, [message], attempts=0, stage="deserialize")
+            return None
+
+    def handle(self, handler: Callable[[Any], Any], arg: Any, messages: list[Any]) -> None:
+        """Run ``handler(arg)`` (a record or a batch) with retries; its result is ignored.
+
+        Raises:
+            HandlerError: Every attempt failed and ``on_failure="stop"``.
+            KafkaClientError: The dead-letter records were not acknowledged.
+        """
+
+        def call(value: Any) -> None:
+            handler(value)
+
+        try:
+            self._runner.run(call, arg)
+        except HandlerError as exc:
+            self.stats.handler_failures += len(messages)
+            self._fail(exc, messages, attempts=exc.attempts, stage="handler")
+            return
+        self.stats.handled += len(messages)
+
+    def _fail(self, error: SdkError, messages: list[Any], *, attempts: int, stage: str) -> None:
+        if self.policy.on_failure == "stop" or self.dlq is None:
+            _log.error("stopping: %s", error)
+            raise error
+        for message in messages:
+            self.dlq.send(message, error, attempts=attempts, stage=stage)
+            self.stats.dead_lettered += 1
+
+    def close(self) -> None:
+        """Flush and release the dead-letter producer.
+
+        Raises:
+            KafkaClientError: Dead-letter records were still undelivered.
+        """
+        if self.dlq is not None:
+            self.dlq.close()

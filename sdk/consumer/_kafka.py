@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from sdk.errors import CommitError, KafkaClientError, from_kafka_error
 
-__all__ = ["call_kafka", "check_partitions", "next_offsets", "translate"]
+__all__ = ["call_kafka", "translate"]
 
 T = TypeVar("T")
 
@@ -58,24 +58,3 @@ def call_kafka(fn: Callable[[], T], *, context: str, commit: bool = False, attem
                 raise translate(err, context, commit=commit) from exc
             time.sleep(min(2.0, 0.05 * 2**attempt))
     raise AssertionError("unreachable")  # pragma: no cover
-
-
-def next_offsets(messages: Iterable[Any]) -> list[Any]:
-    """The next offset to read per partition after ``messages``, sorted, as TopicPartitions."""
-    from confluent_kafka import TopicPartition
-
-    last: dict[tuple[str, int], int] = {}
-    for m in messages:
-        last[(m.topic(), m.partition())] = m.offset() + 1
-    return [TopicPartition(t, p, o) for (t, p), o in sorted(last.items())]
-
-
-def check_partitions(result: Any, context: str) -> None:
-    """Raise the first per-partition error of a synchronous commit's result.
-
-    Raises:
-        KafkaClientError: A partition's commit failed (CommitError unless more specific).
-    """
-    for tp in result or ():
-        if tp.error is not None:
-            raise translate(tp.error, f"{context} {tp.topic}[{tp.partition}]", commit=True)

@@ -78,9 +78,12 @@ class ConsumerStats:
         commits: Synchronous offset commits made by the SDK (at_most_once before handling;
             at_least_once on revoke, stop and close).
         stored: Offsets stored for the auto-commit timer (at_least_once).
-        abandoned: at_most_once only: records whose offset was committed but whose handler
-            never ran (the run stopped on an error in the middle of a polled batch). They are
-            lost, which is what at-most-once allows; this counter makes the loss visible.
+        abandoned: at_most_once only: records whose offset was committed but that were never
+            handled successfully nor dead-lettered (the run stopped on an error, or the
+            iterator was left, in the middle of a polled batch). They are lost, which is what
+            at-most-once allows; this counter makes the loss visible.
+        commit_refused: at_most_once only: batches whose pre-handling commit a rebalance
+            refused; they were not handled, and were rewound to be read again by their owner.
         stale_acks: ``ack()`` calls for records of a partition no longer assigned (or acked
             twice); nothing is stored for them.
         revoked: Rebalance revocations handled.
@@ -96,6 +99,7 @@ class ConsumerStats:
     commits: int = 0
     stored: int = 0
     abandoned: int = 0
+    commit_refused: int = 0
     stale_acks: int = 0
     revoked: int = 0
     lost: int = 0

@@ -1,0 +1,196 @@
+"""Where and when offsets are committed: the ordering that makes each guarantee."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from contextlib import suppress
+from typing import Any
+
+from sdk.consumer._kafka import call_kafka, translate
+from sdk.consumer._offsets import AckTracker
+from sdk.consumer._records import ConsumerStats
+from sdk.errors import KafkaClientError, SdkError
+from sdk.profiles import Guarantee
+
+__all__ = ["OffsetKeeper", "next_offsets"]
+
+_log = logging.getLogger("sdk.consumer")
+
+
+def next_offsets(messages: Iterable[Any]) -> list[Any]:
+    """The next offset to read per partition after ``messages``, sorted, as TopicPartitions."""
+    from confluent_kafka import TopicPartition
+
+    last: dict[tuple[str, int], int] = {}
+    for m in messages:
+        last[(m.topic(), m.partition())] = m.offset() + 1
+    return [TopicPartition(t, p, o) for (t, p), o in sorted(last.items())]
+
+
+def _check_partitions(result: Any, context: str) -> None:
+    for tp in result or ():
+        if tp.error is not None:
+            raise translate(tp.error, f"{context} {tp.topic}[{tp.partition}]", commit=True)
+
+
+def _rebalance_codes() -> frozenset[int]:
+    from confluent_kafka import KafkaError
+
+    return frozenset(
+        (
+            KafkaError.ILLEGAL_GENERATION,
+            KafkaError.UNKNOWN_MEMBER_ID,
+            KafkaError.REBALANCE_IN_PROGRESS,
+            KafkaError.FENCED_INSTANCE_ID,
+            KafkaError._ASSIGNMENT_LOST,
+        )
+    )
+
+
+def _rewind(client: Any, messages: Iterable[Any]) -> None:
+    from confluent_kafka import KafkaException, TopicPartition
+
+    first: dict[tuple[str, int], int] = {}
+    for m in messages:
+        first.setdefault((m.topic(), m.partition()), m.offset())
+    for (topic, partition), offset in sorted(first.items()):
+        with suppress(KafkaException):  # not assigned any more: the new owner starts from
+            client.seek(TopicPartition(topic, partition, offset))  # the committed offset
+
+
+class OffsetKeeper:
+    """Commits and stores offsets in the order the guarantee needs.
+
+    * ``at_most_once``: :meth:`before_handling` commits a polled batch synchronously; nothing
+      else ever commits (auto commit is off).
+    * ``at_least_once``: :meth:`handled` / :meth:`ack` store ``offset + 1`` once records are
+      done; the auto-commit timer commits stored offsets, and :meth:`commit_stored` does it
+      synchronously (revoke, end of a run, close).
+
+    Args:
+        guarantee: ``at_most_once`` or ``at_least_once``.
+        stats: The consumer's counters.
+    """
+
+    def __init__(self, guarantee: Guarantee, stats: ConsumerStats) -> None:
+        self.guarantee = guarantee
+        self.stats = stats
+        self.tracker = AckTracker()
+        self._alo = guarantee is Guarantee.AT_LEAST_ONCE
+
+    def before_handling(self, client: Any, messages: list[Any]) -> bool:
+        """at_most_once: commit the batch synchronously before any handler sees it.
+
+        Returns:
+            True to go on. False if a rebalance refused the commit: nothing was handled and
+            the partitions were rewound to the batch's first offsets, so their owner reads it
+            again.
+
+        Raises:
+            KafkaClientError: The commit failed otherwise (CommitError unless more specific).
+        """
+        if self._alo:
+            return True
+        offsets = next_offsets(messages)
+        context = "commit before handling (at_most_once)"
+        try:
+            result = call_kafka(
+                lambda: client.commit(offsets=offsets, asynchronous=False),
+                context=context,
+                commit=True,
+            )
+            _check_partitions(result, context)
+        except KafkaClientError as exc:
+            if exc.code not in _rebalance_codes():
+                raise
+            self.stats.commit_refused += 1
+            self.stats.note(str(exc))
+            _rewind(client, messages)
+            return False
+        self.stats.commits += 1
+        return True
+
+    def handled(self, client: Any, messages: list[Any]) -> None:
+        """The records are handled or dead-lettered: store their offsets (at_least_once).
+
+        Raises:
+            KafkaClientError: Storing failed (other than for a partition no longer assigned).
+        """
+        if self._alo:
+            self._store(client, next_offsets(messages))
+
+    def track(self, message: Any) -> None:
+        """Remember a record handed out by the iterator (at_least_once)."""
+        if self._alo:
+            self.tracker.track(message.topic(), message.partition(), message.offset())
+
+    def ack(self, client: Any, topic: str, partition: int, offset: int) -> None:
+        """Acknowledge an iterator record; store the offset after the acknowledged prefix.
+
+        Raises:
+            KafkaClientError: Storing failed.
+        """
+        from confluent_kafka import TopicPartition
+
+        if not self._alo:
+            return  # at_most_once committed before yielding
+        try:
+            next_offset = self.tracker.ack(topic, partition, offset)
+        except KeyError:
+            self.stats.stale_acks += 1
+            return
+        if next_offset is not None and client is not None:
+            self._store(client, [TopicPartition(topic, partition, next_offset)])
+
+    def _store(self, client: Any, offsets: list[Any]) -> None:
+        from confluent_kafka import KafkaError
+
+        try:
+            call_kafka(
+                lambda: client.store_offsets(offsets=offsets), context="store_offsets", commit=True
+            )
+        except KafkaClientError as exc:
+            if exc.code not in (KafkaError._STATE, KafkaError._UNKNOWN_PARTITION):
+                raise
+            # no longer assigned (e.g. max.poll.interval.ms passed): the next owner handles
+            # the record again, which at-least-once allows
+            self.stats.note(str(exc))
+            return
+        self.stats.stored += 1
+
+    def commit_stored(self, client: Any, context: str) -> None:
+        """at_least_once: commit the stored offsets synchronously (no-op if none).
+
+        Raises:
+            KafkaClientError: The commit failed (CommitError unless more specific).
+        """
+        from confluent_kafka import KafkaError
+
+        if not self._alo:
+            return
+        try:
+            result = call_kafka(
+                lambda: client.commit(asynchronous=False), context=context, commit=True
+            )
+        except KafkaClientError as exc:
+            if exc.code == KafkaError._NO_OFFSET:
+                return  # nothing stored since the last commit
+            raise
+        _check_partitions(result, context)
+        self.stats.commits += 1
+
+    def on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
+        """Commit what was handled before the partitions go to another member."""
+        self.stats.revoked += 1
+        try:
+            self.commit_stored(consumer, "commit on revoke")
+        except SdkError as exc:  # at_least_once: the new owner repeats those records
+            self.stats.note(str(exc))
+            _log.warning("%s", exc)
+        self.tracker.forget((tp.topic, tp.partition) for tp in partitions)
+
+    def on_lost(self, consumer: Any, partitions: list[Any]) -> None:
+        """Partitions were lost (session expired): no commit is possible any more."""
+        self.stats.lost += 1
+        self.tracker.forget((tp.topic, tp.partition) for tp in partitions)

@@ -1,0 +1,125 @@
+"""Commit error paths that a real broker cannot produce on demand, with a scripted client.
+
+Everything a broker can show deterministically is tested on the broker (test_ordering.py);
+this file covers only the race where a rebalance refuses at_most_once's pre-handling commit
+and a store for a partition that is no longer assigned.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from sdk.consumer import Consumer, ConsumerRecord
+from sdk.errors import AuthorizationError, CommitError
+from sdk.profiles import ConsumerProfile
+
+
+class Message:
+    def __init__(self, topic: str, partition: int, offset: int) -> None:
+        self._t, self._p, self._o = topic, partition, offset
+
+    def topic(self) -> str:
+        return self._t
+
+    def partition(self) -> int:
+        return self._p
+
+    def offset(self) -> int:
+        return self._o
+
+    def key(self) -> bytes:
+        return b"k"
+
+    def value(self) -> bytes:
+        return str(self._o).encode()
+
+    def headers(self) -> None:
+        return None
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, 1_700_000_000_000)
+
+    def error(self) -> None:
+        return None
+
+
+class ScriptedClient:
+    """Returns the scripted batches; commit/store raise the scripted errors once each."""
+
+    def __init__(
+        self, batches: list[list[Message]], commit_errors: list[int], store_errors: list[int]
+    ) -> None:
+        self.batches = batches
+        self.commit_errors = commit_errors
+        self.store_errors = store_errors
+        self.commits: list[list[tuple[str, int, int]]] = []
+        self.seeks: list[tuple[str, int, int]] = []
+        self.stored: list[tuple[str, int, int]] = []
+
+    def subscribe(self, topics: list[str], **callbacks: Any) -> None:
+        callbacks["on_assign"](self, [])
+
+    def consume(self, n: int, timeout: float) -> list[Message]:
+        return self.batches.pop(0) if self.batches else []
+
+    def commit(self, offsets: Any = None, asynchronous: bool = True) -> Any:
+        if self.commit_errors:
+            raise KafkaException(KafkaError(self.commit_errors.pop(0)))
+        if offsets is None:
+            raise KafkaException(KafkaError(KafkaError._NO_OFFSET))
+        self.commits.append([(tp.topic, tp.partition, tp.offset) for tp in offsets])
+        return offsets
+
+    def store_offsets(self, offsets: Any) -> None:
+        if self.store_errors:
+            raise KafkaException(KafkaError(self.store_errors.pop(0)))
+        self.stored += [(tp.topic, tp.partition, tp.offset) for tp in offsets]
+
+    def seek(self, tp: Any) -> None:
+        self.seeks.append((tp.topic, tp.partition, tp.offset))
+
+    def close(self) -> None:
+        pass
+
+
+def _consumer(guarantee: str, client: ScriptedClient) -> Consumer:
+    profile = ConsumerProfile(guarantee=guarantee, bootstrap_servers="unused:1", group_id="g")
+    return Consumer(profile, ["t"], client_factory=lambda cfg: client)
+
+
+def test_rebalance_refusing_the_pre_handling_commit_rewinds_and_handles_nothing() -> None:
+    batch = [Message("t", 0, 10), Message("t", 0, 11), Message("t", 1, 4)]
+    client = ScriptedClient([batch, batch], [KafkaError.ILLEGAL_GENERATION], [])
+    seen: list[int] = []
+    with _consumer("at_most_once", client) as consumer:
+        stats = consumer.run(lambda r: seen.append(r.offset), max_records=3, idle_timeout=0.1)
+    assert client.seeks == [("t", 0, 10), ("t", 1, 4)]  # back to the batch's first offsets
+    assert client.commits == [[("t", 0, 12), ("t", 1, 5)]]  # the second attempt committed
+    assert seen == [10, 11, 4]  # handled once, after the successful commit
+    assert (stats.commit_refused, stats.commits, stats.abandoned) == (1, 1, 0)
+
+
+def test_other_commit_errors_raise_and_nothing_is_handled() -> None:
+    client = ScriptedClient([[Message("t", 0, 0)]], [KafkaError.GROUP_AUTHORIZATION_FAILED], [])
+    seen: list[ConsumerRecord] = []
+    with _consumer("at_most_once", client) as consumer, pytest.raises(AuthorizationError) as info:
+        consumer.run(seen.append, idle_timeout=0.1)
+    assert "commit before handling" in str(info.value) and seen == []
+
+
+def test_store_for_an_unassigned_partition_is_noted_not_raised() -> None:
+    batch = [Message("t", 0, 0), Message("t", 0, 1)]
+    client = ScriptedClient([batch], [], [KafkaError._STATE])
+    with _consumer("at_least_once", client) as consumer:
+        stats = consumer.run(lambda r: None, max_records=2, idle_timeout=0.1)
+    assert client.stored == [("t", 0, 2)]  # the first store was refused, the second kept
+    assert stats.stored == 1 and any("store_offsets" in e for e in stats.errors)
+
+
+def test_a_failed_store_is_a_commit_error() -> None:
+    client = ScriptedClient([[Message("t", 0, 0)]], [], [KafkaError._INVALID_ARG])
+    with _consumer("at_least_once", client) as consumer, pytest.raises(CommitError):
+        consumer.run(lambda r: None, idle_timeout=0.1)
