@@ -29,6 +29,8 @@ from sdk.serialization import Serializer, resolve_serializer
 
 __all__ = ["Producer", "ProducerState"]
 
+_new_record = tuple.__new__
+
 _UNKNOWN_PARTITION_CODES: frozenset[int] | None = None
 
 
@@ -125,6 +127,7 @@ class Producer:
         )
         self._config: dict[str, Any] = {**base, **self._router.producer_config()}
         self._native = self._router.native
+        self._fast = self._raw_key and self._raw_value and self._native
         self._transactional = profile.guarantee is Guarantee.EXACTLY_ONCE
         self._queue_full_timeout = queue_full_timeout
         self._check_topics = check_topics
@@ -239,14 +242,40 @@ class Producer:
             ClosedError: The producer is closed.
             KafkaClientError: Any other refusal by librdkafka (the record is on ``.record``).
         """
-        if isinstance(topic, ProducerRecord):
-            record = topic
-        else:
-            if isinstance(headers, Mapping):
+        if type(topic) is str:
+            if headers is not None and isinstance(headers, Mapping):
                 headers = list(headers.items())
-            record = ProducerRecord(topic, value, key, headers, partition, timestamp_ms)
-        client = self._ensure_client()
+            # tuple.__new__ skips the named tuple's Python-level __new__ (500 -> 110 ns)
+            record = _new_record(
+                ProducerRecord, (topic, value, key, headers, partition, timestamp_ms)
+            )
+        elif isinstance(topic, ProducerRecord):
+            record = topic
+            _, value, key, headers, partition, timestamp_ms = record
+        else:
+            raise ConfigurationError(
+                f"send: topic must be a str or a ProducerRecord, got {type(topic).__name__}",
+                field="topic",
+            )
+        client = self._client if self._state is ProducerState.OPEN else self._ensure_client()
         handle = DeliveryHandle(record, self)
+        if (
+            self._fast
+            and headers is None
+            and timestamp_ms is None
+            and (value is None or type(value) is bytes)
+            and (key is None or type(key) is bytes)
+            and record.topic in self._known_topics
+        ):
+            # bytes in, librdkafka places, topic known: straight to librdkafka
+            try:
+                if partition is None:
+                    client.produce(record.topic, value, key, on_delivery=handle._deliver)
+                else:
+                    client.produce(record.topic, value, key, partition, on_delivery=handle._deliver)
+                return handle
+            except Exception:  # full queue, refusal: the general path retries / translates
+                pass
         self._produce(client, record, handle._deliver)
         return handle
 
@@ -499,7 +528,7 @@ class Producer:
             self._router.invalidate(handle.record.topic)
         with self._lock:
             self._failures.append(error)
-        handle._error, handle._resolved = error, True
+        handle._state = error
         if self._user_callback is not None:
             self._user_callback(handle)
         return error

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from sdk.errors import KafkaClientError, KafkaTimeoutError
 
@@ -14,9 +14,11 @@ __all__ = ["DeliveryHandle", "ProducerRecord", "RecordMetadata"]
 Headers = Sequence[tuple[str, bytes | str | None]]
 
 
-@dataclass(frozen=True, slots=True)
-class ProducerRecord:
-    """A record to produce, before serialization (kept on every error so nothing is lost)."""
+class ProducerRecord(NamedTuple):
+    """A record to produce, before serialization (kept on every error so nothing is lost).
+
+    An immutable named tuple: cheap to create on the per-record path.
+    """
 
     topic: str
     value: Any = None
@@ -47,32 +49,33 @@ class DeliveryHandle:
         record: The record as the caller gave it (before serialization).
     """
 
-    __slots__ = ("_error", "_message", "_owner", "_resolved", "record")
+    __slots__ = ("_owner", "_state", "record")
 
     def __init__(self, record: ProducerRecord, owner: _Owner) -> None:
         self.record = record
         self._owner = owner
-        self._resolved = False
-        self._message: Any = None
-        self._error: KafkaClientError | None = None
+        self._state: Any = None  # None: pending; a Message: delivered; KafkaClientError: failed
 
     def __repr__(self) -> str:
-        state = "pending" if not self._resolved else ("failed" if self._error else "delivered")
-        return f"DeliveryHandle({state}, topic={self.record.topic!r})"
+        state = self._state
+        text = "pending" if state is None else ("failed" if self.exception() else "delivered")
+        return f"DeliveryHandle({text}, topic={self.record.topic!r})"
 
     def _deliver(self, err: Any, msg: Any) -> None:
         """The librdkafka delivery callback of this record."""
         if err is None:
-            self._message = msg
-            self._resolved = True
-            self._owner._delivered(self)
+            self._state = msg
+            owner = self._owner
+            if owner._user_callback is None:
+                owner.delivered += 1
+            else:
+                owner._delivered(self)
         else:
-            self._error = self._owner._failed(self, err)
-            self._resolved = True
+            self._owner._failed(self, err)  # sets _state to the translated error
 
     def done(self) -> bool:
         """True once the broker acknowledged or the record failed."""
-        return self._resolved
+        return self._state is not None
 
     def result(self, timeout: float | None = None) -> RecordMetadata:
         """Wait for the outcome.
@@ -88,7 +91,7 @@ class DeliveryHandle:
             KafkaTimeoutError: No outcome within ``timeout`` (the record may still be delivered).
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        while not self._resolved:
+        while self._state is None:
             left = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
             if left <= 0:
                 raise KafkaTimeoutError(
@@ -97,18 +100,24 @@ class DeliveryHandle:
                     record=self.record,
                 )
             self._owner._poll(left)
-        if self._error is not None:
-            raise self._error
-        msg = self._message
-        return RecordMetadata(msg.topic(), msg.partition(), msg.offset(), msg.timestamp()[1])
+        state = self._state
+        if isinstance(state, KafkaClientError):
+            raise state
+        return RecordMetadata(
+            state.topic(), state.partition(), state.offset(), state.timestamp()[1]
+        )
 
     def exception(self) -> KafkaClientError | None:
         """The failure, if the record failed (None while pending or on success)."""
-        return self._error
+        state = self._state
+        return state if isinstance(state, KafkaClientError) else None
 
 
 class _Owner(Protocol):
     """What a handle needs from its producer."""
+
+    delivered: int
+    _user_callback: Any
 
     def _poll(self, timeout: float) -> Any: ...
 

@@ -1,0 +1,1 @@
+"""Peer benchmarks of kafka-semantics (scripts, not tests): ``python -m benchmarks.run``."""

@@ -1,0 +1,145 @@
+"""Shared plumbing of the peer benchmarks: broker, topics, results, medians, progress."""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import Producer
+
+from sdk.testing.admin import create_topic
+from sdk.testing.jars import resolve_broker_jars
+from sdk.testing.tools import find_java
+
+
+@dataclass
+class Result:
+    """One measurement of one case."""
+
+    group: str
+    case: str
+    size: int
+    records: int
+    seconds: float
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rate(self) -> float:
+        return self.records / self.seconds if self.seconds > 0 else 0.0
+
+
+def progress(text: str) -> None:
+    """Print a progress line at once (long runs must show they are alive)."""
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def broker(bootstrap: str | None) -> Iterator[str]:
+    """Yield bootstrap servers: the given cluster or an embedded 1-node one."""
+    if bootstrap:
+        yield bootstrap
+        return
+    from sdk.testing.cluster import LocalCluster
+
+    with LocalCluster(nodes=1, heap="1g") as cluster:
+        yield cluster.bootstrap_servers
+
+
+def topic(bootstrap: str, partitions: int = 4, prefix: str = "bench") -> str:
+    """Create a fresh topic."""
+    return create_topic(bootstrap, f"{prefix}-{uuid.uuid4().hex[:10]}", partitions)
+
+
+def payloads(n: int, size: int) -> list[tuple[bytes, bytes]]:
+    """``n`` (key, value) pairs: 1,000 distinct keys, values of exactly ``size`` bytes."""
+    pad = b"x" * size
+    return [(b"k%d" % (i % 1000), (b"%d|" % i + pad)[:size]) for i in range(n)]
+
+
+def fill(bootstrap: str, name: str, records: list[tuple[bytes, bytes]]) -> None:
+    """Write ``records`` to ``name`` fast (raw idempotent producer)."""
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "linger.ms": 20,
+            "queue.buffering.max.messages": 2_000_000,
+            "queue.buffering.max.kbytes": 2_097_151,
+        }
+    )
+    for key, value in records:
+        while True:
+            try:
+                p.produce(name, value, key)
+                break
+            except BufferError:
+                p.poll(0.05)
+    if p.flush(120):
+        raise RuntimeError("could not fill the benchmark topic")
+
+
+def percentiles(samples: list[float]) -> tuple[float | None, float | None]:
+    """(p50, p99) of latency samples in ms."""
+    if not samples:
+        return None, None
+    ordered = sorted(samples)
+    return ordered[len(ordered) // 2], ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+def java_tool(main_class: str, *args: str, timeout: float = 600.0) -> str:
+    """Run a Kafka tool class from the Maven-resolved broker jars; return its stdout."""
+    jars = resolve_broker_jars()
+    cmd = [
+        find_java(),
+        "-Xmx1g",
+        f"-Dlog4j2.configurationFile={jars.log4j_config}",
+        "-cp",
+        jars.classpath,
+        main_class,
+        *args,
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{main_class} failed: {proc.stderr[-2000:]}")
+    return proc.stdout
+
+
+def median_results(results: list[Result]) -> list[Result]:
+    """Collapse repetitions: one row per (group, case, size) with median rate and latencies."""
+    keyed: dict[tuple[str, str, int], list[Result]] = {}
+    for r in results:
+        keyed.setdefault((r.group, r.case, r.size), []).append(r)
+    out = []
+    for (group, case, size), rs in keyed.items():
+        rate = statistics.median(r.rate for r in rs)
+        p50 = [r.p50_ms for r in rs if r.p50_ms is not None]
+        p99 = [r.p99_ms for r in rs if r.p99_ms is not None]
+        out.append(
+            Result(
+                group,
+                case,
+                size,
+                records=int(rate * 1000),
+                seconds=1000.0,
+                p50_ms=statistics.median(p50) if p50 else None,
+                p99_ms=statistics.median(p99) if p99 else None,
+                extra={"runs": len(rs), "rates": [round(r.rate) for r in rs]},
+            )
+        )
+    return out
+
+
+def timed(fn: Callable[[], int]) -> tuple[int, float]:
+    """Run ``fn`` (returns records handled); return (records, seconds)."""
+    start = time.perf_counter()
+    n = fn()
+    return n, time.perf_counter() - start

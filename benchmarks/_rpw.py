@@ -1,0 +1,178 @@
+"""Read-process-write cases: the SDK Processor, a hand-written loop, and Quix Streams.
+
+The SDK Processor per guarantee, an optimal hand-written confluent-kafka transactional loop,
+and Quix Streams with processing_guarantee=exactly-once.
+
+Each copies N records from a pre-filled 4-partition topic to a fresh one with a 100 ms commit
+interval; the clock starts at the first record and stops once the last transaction committed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, Producer
+
+from benchmarks._harness import Result, progress, topic
+from sdk.processor import OutputRecord, Processor
+from sdk.profiles import ProcessingProfile
+
+GROUP = "read-process-write"
+HERE = Path(__file__).resolve().parent
+QUIX_VENV = HERE / ".venvs" / "quix"
+QUIX_VERSION = "3.28.1"
+
+
+def processor(bootstrap: str, source: str, n: int, size: int, guarantee: str) -> Result:
+    """The SDK Processor copying ``source`` under ``guarantee``."""
+    out = topic(bootstrap)
+    group = f"bench-{uuid.uuid4().hex[:8]}"
+    producer: dict[str, Any] = {"guarantee": guarantee, "bootstrap_servers": bootstrap}
+    if guarantee == "exactly_once":
+        producer["transactional_id_prefix"] = f"{group}-"
+    profile = ProcessingProfile(
+        guarantee=guarantee,
+        consumer={"guarantee": guarantee, "bootstrap_servers": bootstrap, "group_id": group},
+        producer=producer,
+        commit_interval_ms=100,
+    )
+    first = 0.0
+    seen = 0
+    proc: Processor
+
+    def copy(record: Any) -> list[OutputRecord]:
+        nonlocal first, seen
+        if not first:
+            first = time.perf_counter()
+        seen += 1
+        if seen >= n:
+            proc.stop()
+        return [OutputRecord(out, record.value(), key=record.key())]
+
+    proc = Processor(profile, [source], copy, instance_id="bench")
+    proc.run()  # returns after the final commit
+    seconds = time.perf_counter() - first
+    return Result(
+        GROUP,
+        f"SDK Processor {guarantee}",
+        size,
+        seen,
+        seconds,
+        extra={"transactions": proc.stats.commits},
+    )
+
+
+def hand_written(bootstrap: str, source: str, n: int, size: int) -> Result:
+    """The optimal plain confluent-kafka exactly-once loop (batch consume, 100 ms txns)."""
+    out = topic(bootstrap)
+    group = f"bench-{uuid.uuid4().hex[:8]}"
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
+    )
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": f"{group}-0",
+            "linger.ms": 5,
+            "partitioner": "murmur2_random",
+        }
+    )
+    producer.init_transactions(60)
+    consumer.subscribe([source])
+    seen, first, began, txns = 0, 0.0, 0.0, 0
+    while seen < n:
+        msgs = consumer.consume(1000, 0.1)
+        if msgs and not first:
+            first = time.perf_counter()
+        for m in msgs:
+            if m.error() is not None:
+                continue
+            if not began:
+                producer.begin_transaction()
+                began = time.perf_counter()
+            producer.produce(out, m.value(), m.key())
+            seen += 1
+        if began and (time.perf_counter() - began >= 0.1 or seen >= n):
+            producer.send_offsets_to_transaction(
+                consumer.position(consumer.assignment()), consumer.consumer_group_metadata()
+            )
+            producer.commit_transaction(60)
+            txns += 1
+            began = 0.0
+    seconds = time.perf_counter() - first
+    consumer.close()
+    return Result(
+        GROUP,
+        "hand-written confluent-kafka EOS loop",
+        size,
+        seen,
+        seconds,
+        extra={"transactions": txns},
+    )
+
+
+def _quix_python() -> str | None:
+    """Python of a separate venv with Quix Streams (it pins an older confluent-kafka)."""
+    py = QUIX_VENV / "bin" / "python"
+    if py.exists():
+        return str(py)
+    progress(f"creating {QUIX_VENV} with quixstreams=={QUIX_VERSION} (first run only)")
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(QUIX_VENV)], check=True)
+        subprocess.run(
+            [str(py), "-m", "pip", "install", "-q", f"quixstreams=={QUIX_VERSION}"],
+            check=True,
+            timeout=900,
+        )
+    except (subprocess.SubprocessError, OSError) as exc:
+        progress(f"Quix Streams unavailable: {exc}")
+        return None
+    return str(py)
+
+
+def quix(bootstrap: str, source: str, n: int, size: int) -> Result | None:
+    """Quix Streams ``Application(processing_guarantee="exactly-once", commit_interval=0.1)``."""
+    py = _quix_python()
+    if py is None:
+        return None
+    out = topic(bootstrap)
+    spec = {
+        "bootstrap": bootstrap,
+        "source": source,
+        "output": out,
+        "n": n,
+        "group": f"bench-{uuid.uuid4().hex[:8]}",
+    }
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run(
+        [py, str(HERE / "_quix_app.py"), json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+        check=False,
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"Quix app failed: {proc.stderr[-2000:]}")
+    data = json.loads(lines[-1])
+    return Result(
+        GROUP,
+        f"Quix Streams {data['version']} exactly-once",
+        size,
+        data["records"],
+        data["seconds"],
+    )

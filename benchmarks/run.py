@@ -1,0 +1,224 @@
+"""One command for the peer benchmarks: ``.venv/bin/python -m benchmarks.run``.
+
+Measures, in one run on one local broker, records/s (and producer delivery latency) of the SDK
+against its peers, with medians over ``--runs`` repetitions whose case order rotates, then
+prints the ratios against the issue's targets and writes ``docs/performance.md`` (the table
+between the GENERATED markers) and ``docs/performance.png``.
+
+Examples::
+
+    .venv/bin/python -m benchmarks.run                      # full: 1,000,000 records per case
+    .venv/bin/python -m benchmarks.run --quick              # 100,000 records, 1 run
+    .venv/bin/python -m benchmarks.run --only producer --sizes 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks import _consumers, _producers, _rpw
+from benchmarks._harness import Result, broker, fill, median_results, payloads, progress, topic
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+BEGIN, END = "<!-- GENERATED:BEGIN -->", "<!-- GENERATED:END -->"
+
+# (group, ours, peer, target ratio or None)
+TARGETS: list[tuple[str, str, str, float | None]] = [
+    ("producer", "SDK at_least_once", "raw confluent-kafka (alo settings)", 0.95),
+    ("producer", "SDK at_least_once send_many", "raw confluent-kafka (alo settings)", 0.95),
+    ("producer", "SDK at_least_once", "kafka-python", 10.0),
+    ("producer", "SDK at_most_once", "raw confluent-kafka (alo settings)", None),
+    ("producer", "SDK exactly_once (one transaction)", "raw confluent-kafka (alo settings)", None),
+    ("producer", "SDK at_least_once", "kafka-producer-perf-test (Java)", None),
+    ("consumer", "SDK at_least_once run", "raw confluent-kafka (alo settings)", None),
+    ("consumer", "SDK at_least_once run_batch", "raw confluent-kafka (alo settings)", None),
+    ("consumer", "SDK at_least_once run", "kafka-python", None),
+    ("consumer", "SDK at_least_once run", "kafka-consumer-perf-test (Java)", None),
+    ("read-process-write", "SDK Processor exactly_once", "SDK Processor at_least_once", 0.9),
+    (
+        "read-process-write",
+        "SDK Processor exactly_once",
+        "hand-written confluent-kafka EOS loop",
+        None,
+    ),
+    ("read-process-write", "SDK Processor exactly_once", "Quix Streams 3.28.1 exactly-once", 1.0),
+]
+
+
+def _cases(args: argparse.Namespace, bs: str, size: int) -> list[tuple[str, Callable[[], Any]]]:
+    """The measurements of one repetition for one record size, as (label, thunk)."""
+    n, slow_n, rpw_n = args.records, min(args.records, args.slow_peer_records), args.rpw_records
+    data = payloads(n, size)
+    cases: list[tuple[str, Callable[[], Any]]] = []
+    if "producer" in args.only:
+        cases += [
+            ("raw producer", lambda: _producers.raw_confluent(bs, data, size)),
+            ("SDK alo send", lambda: _producers.sdk_producer(bs, data, size, "at_least_once")),
+            (
+                "SDK alo send_many",
+                lambda: _producers.sdk_producer(bs, data, size, "at_least_once", "send_many"),
+            ),
+            ("SDK amo send", lambda: _producers.sdk_producer(bs, data, size, "at_most_once")),
+            ("SDK eos send", lambda: _producers.sdk_producer(bs, data, size, "exactly_once")),
+            ("kafka-python producer", lambda: _producers.kafka_python(bs, data[:slow_n], size)),
+            ("perf-test producer", lambda: _producers.perf_test(bs, n, size)),
+        ]
+    if "consumer" in args.only:
+        filled = topic(bs)
+        fill(bs, filled, data)
+        cases += [
+            ("raw consumer", lambda: _consumers.raw_confluent(bs, filled, n, size)),
+            (
+                "SDK alo run",
+                lambda: _consumers.sdk_consumer(bs, filled, n, size, "at_least_once", False),
+            ),
+            (
+                "SDK alo run_batch",
+                lambda: _consumers.sdk_consumer(bs, filled, n, size, "at_least_once", True),
+            ),
+            (
+                "SDK amo run",
+                lambda: _consumers.sdk_consumer(bs, filled, n, size, "at_most_once", False),
+            ),
+            ("kafka-python consumer", lambda: _consumers.kafka_python(bs, filled, slow_n, size)),
+            ("perf-test consumer", lambda: _consumers.perf_test(bs, filled, n, size)),
+        ]
+    if "rpw" in args.only:
+        source = topic(bs)
+        fill(bs, source, data[:rpw_n])
+        cases += [
+            ("Processor eos", lambda: _rpw.processor(bs, source, rpw_n, size, "exactly_once")),
+            ("Processor alo", lambda: _rpw.processor(bs, source, rpw_n, size, "at_least_once")),
+            ("Processor amo", lambda: _rpw.processor(bs, source, rpw_n, size, "at_most_once")),
+            ("hand-written eos", lambda: _rpw.hand_written(bs, source, rpw_n, size)),
+        ]
+        if not args.no_quix:
+            cases.append(("Quix eos", lambda: _rpw.quix(bs, source, rpw_n, size)))
+    return cases
+
+
+def _ratios(rows: list[Result]) -> list[tuple[str, str, str, int, float, float | None]]:
+    by = {(r.group, r.case, r.size): r.rate for r in rows}
+    out = []
+    for group, ours, peer, target in TARGETS:
+        for size in sorted({r.size for r in rows}):
+            a, b = by.get((group, ours, size)), by.get((group, peer, size))
+            if a and b:
+                out.append((group, ours, peer, size, a / b, target))
+    return out
+
+
+def _markdown(rows: list[Result], ratios: list[Any], args: argparse.Namespace) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    lines = [
+        f"Generated by `python -m benchmarks.run` on {when}: "
+        f"{platform.python_implementation()} {platform.python_version()}, "
+        f"{args.runs} run(s) per case "
+        f"(median), {args.records:,} records per producer/consumer case "
+        f"({min(args.records, args.slow_peer_records):,} for kafka-python), "
+        f"{args.rpw_records:,} per read-process-write case.",
+        "",
+        "| group | case | record size | records/s (median) | runs | p50 ms | p99 ms |",
+        "| --- | --- | ---: | ---: | --- | ---: | ---: |",
+    ]
+    for r in sorted(rows, key=lambda r: (r.group, r.size, -r.rate)):
+        p50 = f"{r.p50_ms:.1f}" if r.p50_ms is not None else ""
+        p99 = f"{r.p99_ms:.1f}" if r.p99_ms is not None else ""
+        runs = ", ".join(f"{x:,}" for x in r.extra.get("rates", []))
+        lines.append(
+            f"| {r.group} | {r.case} | {r.size} B | {r.rate:,.0f} | {runs} | {p50} | {p99} |"
+        )
+    lines += [
+        "",
+        "| ours | peer | size | ratio | target | met |",
+        "| --- | --- | ---: | ---: | ---: | --- |",
+    ]
+    for _group, ours, peer, size, ratio, target in ratios:
+        met = "" if target is None else ("yes" if ratio >= target else "**no**")
+        tgt = "" if target is None else f"≥ {target:g}x"
+        lines.append(f"| {ours} | {peer} | {size} B | {ratio:.2f}x | {tgt} | {met} |")
+    lines += ["", "![records/s per case](performance.png)"]
+    return "\n".join(lines)
+
+
+def _plot(rows: list[Result], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = sorted({r.group for r in rows})
+    fig, axes = plt.subplots(len(groups), 1, figsize=(10, 3.2 * len(groups)), squeeze=False)
+    for ax, group in zip(axes[:, 0], groups, strict=True):
+        sel = sorted((r for r in rows if r.group == group), key=lambda r: (r.size, r.rate))
+        labels = [f"{r.case} [{r.size} B]" for r in sel]
+        colors = ["tab:blue" if r.case.startswith("SDK") else "tab:gray" for r in sel]
+        ax.barh(labels, [r.rate for r in sel], color=colors)
+        ax.set_title(f"{group}: records/s (blue = kafka-semantics)")
+        ax.tick_params(axis="y", labelsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _write_docs(markdown: str) -> None:
+    page = DOCS / "performance.md"
+    text = page.read_text() if page.exists() else f"# Performance\n\n{BEGIN}\n{END}\n"
+    if BEGIN not in text:
+        text += f"\n{BEGIN}\n{END}\n"
+    head, rest = text.split(BEGIN, 1)
+    _old, tail = rest.split(END, 1)
+    page.write_text(f"{head}{BEGIN}\n{markdown}\n{END}{tail}")
+
+
+def main() -> None:
+    """Run the selected cases, print the table and ratios, write docs/performance.*."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument(
+        "--slow-peer-records", type=int, default=200_000, help="cap for kafka-python"
+    )
+    parser.add_argument("--rpw-records", type=int, default=200_000)
+    parser.add_argument("--sizes", default="100,1024")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--only", default="producer,consumer,rpw")
+    parser.add_argument("--bootstrap", help="use this cluster instead of an embedded one")
+    parser.add_argument("--no-quix", action="store_true", help="skip Quix Streams")
+    parser.add_argument("--no-docs", action="store_true", help="print only; do not write docs/")
+    parser.add_argument("--quick", action="store_true", help="100,000 records, 1 run")
+    args = parser.parse_args()
+    if args.quick:
+        args.records, args.rpw_records, args.runs = 100_000, 50_000, 1
+    args.only = set(args.only.split(","))
+    results: list[Result] = []
+    with broker(args.bootstrap) as bs:
+        for size in (int(s) for s in args.sizes.split(",")):
+            cases = _cases(args, bs, size)
+            for run in range(args.runs):
+                shift = run % len(cases)
+                for label, thunk in cases[shift:] + cases[:shift]:
+                    progress(f"{size} B run {run + 1}/{args.runs}: {label} ...")
+                    result = thunk()
+                    if result is None:
+                        continue
+                    results.append(result)
+                    progress(f"    {result.case}: {result.rate:,.0f} records/s")
+    rows = median_results(results)
+    ratios = _ratios(rows)
+    markdown = _markdown(rows, ratios, args)
+    print(markdown)
+    if not args.no_docs:
+        _write_docs(markdown)
+        _plot(rows, DOCS / "performance.png")
+        progress("wrote docs/performance.md and docs/performance.png")
+
+
+if __name__ == "__main__":
+    main()
