@@ -5,8 +5,10 @@ row per handling to an SQLite ledger (WAL) and commits it before returning. To m
 tests' SIGKILLs land mid-handling deterministically, ``block_at`` lists ``[threshold, where]``
 pairs: once the ledger holds ``threshold`` rows (and the threshold's marker file does not exist
 yet), the handler writes the marker and blocks for good, ``before`` or ``after`` its ledger
-write; the test then SIGKILLs the process. SIGTERM stops it gracefully (``handle_sigterm``); it
-also exits 0 after ``idle_timeout`` seconds without records, printing its counters as JSON.
+write; the test then SIGKILLs the process. ``delay_s`` (from ``slow_from`` rows on) slows
+the handler down so that a kill at an unchosen moment still lands before the end of the topic.
+SIGTERM stops it gracefully (``handle_sigterm``); it also exits 0 after ``idle_timeout``
+seconds without records, printing its counters as JSON.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ def main() -> None:
     markers = Path(args["markers"])
     blocks = [(int(t), str(where)) for t, where in args.get("block_at", [])]
     delay = float(args.get("delay_s", 0.0))
+    slow_from = int(args.get("slow_from", 0))  # the per-record delay starts at this many rows
 
     def block_if_due(where: str) -> None:
         for threshold, at in blocks:
@@ -44,7 +47,7 @@ def main() -> None:
         ledger.record(int(record.value))
         rows += 1
         block_if_due("after")
-        if delay:
+        if delay and rows >= slow_from:
             time.sleep(delay)
 
     extras: dict[str, Any] = {}

@@ -2,12 +2,15 @@
 
 at_most_once must never handle a record twice (losses are counted); at_least_once must handle
 every record at least once (duplicates are counted). The kills are deterministic: the worker's
-handler blocks at ledger thresholds (before or after its ledger write) and is SIGKILLed there;
-one more kill lands wherever the process happens to be once the ledger passes a count.
+handler blocks at ledger thresholds drawn from a printed seed (before or after its ledger write)
+and is SIGKILLed there; one more kill lands wherever the process happens to be once the ledger
+passes a count.
 """
 
 from __future__ import annotations
 
+import os
+import random
 import time
 from pathlib import Path
 from typing import Any
@@ -20,14 +23,24 @@ pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
 N = 10_000
 PARTS = 3
-BLOCK_AT = [[1_500, "after"], [4_000, "before"], [6_500, "after"]]
 FREE_KILL_AT = 8_500
+# Kill points are random but reproducible: set CONSUMER_CRASH_SEED to replay a run.
+SEED = int(os.environ.get("CONSUMER_CRASH_SEED", random.SystemRandom().randrange(10**6)))
+
+
+def block_points(seed: int) -> list[list[Any]]:
+    """Three ledger thresholds (>= 1,000 apart, below FREE_KILL_AT), each before/after a write."""
+    rng = random.Random(seed)
+    thresholds = sorted(rng.sample(range(1_000, FREE_KILL_AT - 1_000, 1_000), 3))
+    return [[t + rng.randrange(500), rng.choice(["before", "after"])] for t in thresholds]
 
 
 def _crash_run(
     bs: str, topic: str, group: str, guarantee: str, tmp: Path
 ) -> tuple[dict[int, int], int, list[int]]:
     seed(bs, topic, N)
+    block_at = block_points(SEED)
+    print(f"[{guarantee}] CONSUMER_CRASH_SEED={SEED} block_at={block_at}")
     ledger_path = tmp / f"{guarantee}.db"
     ledger = Ledger(ledger_path)  # creates the table before the first worker starts
     args = {
@@ -37,15 +50,18 @@ def _crash_run(
         "guarantee": guarantee,
         "ledger": str(ledger_path),
         "markers": str(tmp),
-        "block_at": BLOCK_AT,
+        "block_at": block_at,
         "instance": f"{group}-w",
         "idle_timeout": 4.0,
         "auto_commit_interval_ms": 200,
+        # from 8,000 rows on ~500 records/s, so the unchosen kill at 8,500 lands mid-topic
+        "delay_s": 0.002,
+        "slow_from": FREE_KILL_AT - 500,
     }
     kills = 0
     worker = Worker(**args)
     try:
-        for threshold, where in BLOCK_AT:
+        for threshold, where in block_at:
             marker = tmp / f"blocked-{threshold}"
             wait_for(marker.exists, 120, f"the handler to block at {threshold} ({where})")
             time.sleep(0.5)  # > auto.commit.interval.ms: the timer commits what was stored
