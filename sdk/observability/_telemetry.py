@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
-import functools
-import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any, Literal, get_args
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
 
 from opentelemetry import context as otel_context
-from opentelemetry import metrics, propagate, trace
+from opentelemetry import propagate, trace
 from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.propagators.textmap import TextMapPropagator
-from opentelemetry.trace import Link, Span, SpanKind, TracerProvider
+from opentelemetry.trace import (
+    INVALID_SPAN,
+    Link,
+    NoOpTracerProvider,
+    ProxyTracerProvider,
+    Span,
+    SpanKind,
+    TracerProvider,
+)
 
-from sdk.errors import ConfigurationError
 from sdk.observability import _conventions as c
+from sdk.observability._events import RECHECK_S, MetricHooks, attributes
 from sdk.observability._headers import (
     HeaderList,
     Headers,
@@ -26,20 +32,20 @@ from sdk.observability._headers import (
     HeadersSetter,
     as_header_list,
 )
-from sdk.observability._metrics import Instruments
-from sdk.observability._stats import LagTable, PartitionLag
+from sdk.observability._nosdk import CARRIED, NOTHING, Carry, CountSent
 from sdk.observability._transaction import TransactionSpan
 
-__all__ = ["RebalanceKind", "Telemetry"]
+__all__ = ["Telemetry"]
 
-RebalanceKind = Literal["assigned", "revoked", "lost"]
-_KINDS: tuple[str, ...] = get_args(RebalanceKind)
 _GETTER = HeadersGetter()
 _SETTER = HeadersSetter()
 _MAX_BATCH_LINKS = 128  # the SDK's default SpanLimits.max_links
-_log = logging.getLogger("sdk.observability")
 _default: Telemetry | None = None
 _default_lock = threading.Lock()
+
+
+def _real_tracer_provider(provider: object) -> bool:
+    return not isinstance(provider, ProxyTracerProvider | NoOpTracerProvider)
 
 
 def _key_text(key: bytes | str | None) -> str | None:
@@ -51,13 +57,15 @@ def _key_text(key: bytes | str | None) -> str | None:
         return None  # no canonical string form: the convention says leave it out
 
 
-class Telemetry:
+class Telemetry(MetricHooks):
     """Tracing, metrics and trace-context propagation for Kafka records.
 
-    Built on opentelemetry-api only: until the application installs an SDK (a tracer and meter
-    provider), every span is non-recording and every instrument a no-op; the W3C trace context
-    of an input record is still carried to the output records (the API propagates the parent's
-    span context even without an SDK).
+    Built on opentelemetry-api only. Until the application installs an SDK (sets a tracer or
+    meter provider) the hooks take a fast path: no span and no instrument is touched, and the
+    propagation headers (``traceparent``, ``tracestate``, ``baggage``) of the record being
+    processed are copied as they are into the headers its outputs get from :meth:`inject`, so
+    a trace still crosses an uninstrumented processor. Global providers installed later are
+    picked up within a second (they can be set only once, so an installed SDK stays on).
 
     Args:
         tracer_provider: Tracer provider (default: the global one, resolved lazily).
@@ -84,12 +92,15 @@ class Telemetry:
         lag_ttl_s: float = 60.0,
     ) -> None:
         self._tracer = trace.get_tracer(c.INSTRUMENTATION_NAME, tracer_provider=tracer_provider)
-        meter = metrics.get_meter(c.INSTRUMENTATION_NAME, meter_provider=meter_provider)
+        super().__init__(meter_provider, lag_ttl_s)
+        self._fixed_tracing = tracer_provider is not None
+        self._tracing = tracer_provider is not None and _real_tracer_provider(tracer_provider)
+        self._next_tracing_check = 0.0
+        self._fields_of: TextMapPropagator | None = None
+        self._fields_cache: frozenset[str] = frozenset()
         self._propagator = propagator
         self._record_keys = record_keys
         self._parent_from_headers = parent_from_headers
-        self._lag = LagTable(lag_ttl_s)
-        self.instruments = Instruments(meter, self._lag)
 
     @classmethod
     def default(cls) -> Telemetry:
@@ -100,9 +111,32 @@ class Telemetry:
                 _default = cls()
             return _default
 
+    # ------------------------------------------------------------------ SDK or not
+    def tracing_enabled(self) -> bool:
+        """Whether a real tracer provider is installed (explicit, or the global one by now).
+
+        The global provider is looked up again at most every ``RECHECK_S`` seconds (the
+        lookup reads the environment, too slow for every record).
+        """
+        if self._tracing or self._fixed_tracing:
+            return self._tracing
+        now = time.monotonic()
+        if now >= self._next_tracing_check:
+            self._next_tracing_check = now + RECHECK_S
+            self._tracing = _real_tracer_provider(trace.get_tracer_provider())
+        return self._tracing
+
     # ------------------------------------------------------------------ propagation
     def _textmap(self) -> TextMapPropagator:
         return self._propagator or propagate.get_global_textmap()
+
+    def _fields(self) -> frozenset[str]:
+        """The propagator's header names, lower-cased (cached per propagator)."""
+        textmap = self._textmap()
+        if self._fields_of is not textmap:
+            self._fields_cache = frozenset(f.lower() for f in textmap.fields)
+            self._fields_of = textmap
+        return self._fields_cache
 
     def inject(self, headers: Headers = None, context: Context | None = None) -> HeaderList:
         """Return a copy of ``headers`` with the trace context (``traceparent``...) written in.
@@ -115,6 +149,13 @@ class Telemetry:
             context: Context to inject (default: the current one, e.g. inside ``send_span``).
         """
         out = as_header_list(headers)
+        if context is None and not self.tracing_enabled():
+            carried = CARRIED.get()
+            if carried is not None:  # inside process_span without an SDK: copy them as-is
+                names = {n.lower() for n, _ in carried}
+                return [(n, v) for n, v in out if n.lower() not in names] + carried
+            if not trace.get_current_span().get_span_context().is_valid:
+                return out  # nothing to propagate (baggage alone is not carried without SDK)
         self._textmap().inject(out, context=context, setter=_SETTER)
         return out
 
@@ -123,7 +164,6 @@ class Telemetry:
         return self._textmap().extract(as_header_list(headers), getter=_GETTER)
 
     # ------------------------------------------------------------------ producer
-    @contextmanager
     def send_span(
         self,
         topic: str,
@@ -131,14 +171,24 @@ class Telemetry:
         key: bytes | str | None = None,
         *,
         tombstone: bool = False,
-    ) -> Iterator[Span]:
+    ) -> AbstractContextManager[Span]:
         """A PRODUCER span ``send <topic>``, current inside the block; inject inside it.
 
         Counts ``messaging.client.sent.messages`` when the block exits without an exception.
 
-        Yields:
-            The span (non-recording without an SDK).
+        Returns:
+            A context manager giving the span (``INVALID_SPAN`` without an SDK).
         """
+        if not self.tracing_enabled():
+            if not self.metrics_enabled():
+                return NOTHING
+            return CountSent(self.sent, topic, partition)
+        return self._send_span(topic, partition, key, tombstone)
+
+    @contextmanager
+    def _send_span(
+        self, topic: str, partition: int | None, key: bytes | str | None, tombstone: bool
+    ) -> Iterator[Span]:
         attrs: dict[str, Any] = {
             c.MESSAGING_SYSTEM: "kafka",
             c.MESSAGING_OPERATION_TYPE: "send",
@@ -161,28 +211,7 @@ class Telemetry:
                 raise
         self.sent(topic, partition=partition)
 
-    def sent(self, topic: str, count: int = 1, *, partition: int | None = None) -> None:
-        """Count ``count`` records handed to the producer (``send_span`` does this itself)."""
-        self.instruments.sent.add(count, _attrs(topic, partition))
-
-    def delivered(self, topic: str, partition: int, latency_s: float | None = None) -> None:
-        """Count one acknowledged record; record its produce → delivery-report latency."""
-        attrs = _attrs(topic, partition)
-        self.instruments.delivered.add(1, attrs)
-        if latency_s is not None:
-            self.instruments.delivery_duration.record(latency_s, attrs)
-
-    def delivery_failed(self, topic: str, error_type: str, partition: int | None = None) -> None:
-        """Count one record whose delivery report carried an error.
-
-        ``error_type`` is its error code name (e.g. ``MSG_SIZE_TOO_LARGE``) or SdkError class.
-        """
-        attrs = _attrs(topic, partition)
-        attrs[c.ERROR_TYPE] = error_type
-        self.instruments.delivery_failed.add(1, attrs)
-
     # ------------------------------------------------------------------ consumer
-    @contextmanager
     def process_span(
         self,
         topic: str,
@@ -193,7 +222,7 @@ class Telemetry:
         headers: Headers = None,
         *,
         transaction: TransactionSpan | None = None,
-    ) -> Iterator[Span]:
+    ) -> AbstractContextManager[Span]:
         """A CONSUMER span ``process <topic>`` around the handling of one record.
 
         Its parent is the producer's context from ``headers`` (see ``parent_from_headers``);
@@ -201,9 +230,33 @@ class Telemetry:
         (``messaging.process.duration``, with ``error.type`` if the block raised) and counts
         ``messaging.client.consumed.messages``.
 
-        Yields:
-            The span (current inside the block, so produced outputs join the trace).
+        Returns:
+            A context manager giving the span (current inside the block, so produced outputs
+            join the trace), or ``INVALID_SPAN`` without an SDK.
         """
+        if not self.tracing_enabled():
+            raw: HeaderList | None = None
+            if headers and self._parent_from_headers:
+                fields = self._fields()
+                raw = [(n, v) for n, v in as_header_list(headers) if n.lower() in fields]
+            measured = self.metrics_enabled()
+            if not raw and not measured:
+                return NOTHING
+            latency = self._measured(topic, partition, group, 1) if measured else None
+            return Carry(raw or None, latency)
+        return self._process_span(topic, partition, offset, key, group, headers, transaction)
+
+    @contextmanager
+    def _process_span(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        key: bytes | str | None,
+        group: str | None,
+        headers: Headers,
+        transaction: TransactionSpan | None,
+    ) -> Iterator[Span]:
         attrs: dict[str, Any] = {
             c.MESSAGING_SYSTEM: "kafka",
             c.MESSAGING_OPERATION_TYPE: "process",
@@ -245,10 +298,14 @@ class Telemetry:
         ``messaging.batch.message_count``, and its latency is recorded once for the batch.
 
         Yields:
-            The span.
+            The span (``INVALID_SPAN`` without an SDK).
         """
         topics = sorted({m.topic() for m in records})
         topic = topics[0] if len(topics) == 1 else None
+        if not self.tracing_enabled():
+            with self._measured(topic or "", None, group, len(records)):
+                yield INVALID_SPAN
+            return
         attrs: dict[str, Any] = {
             c.MESSAGING_SYSTEM: "kafka",
             c.MESSAGING_OPERATION_TYPE: "process",
@@ -285,47 +342,51 @@ class Telemetry:
         group: str | None,
         count: int = 1,
     ) -> Iterator[None]:
-        start = time.perf_counter()
-        error: str | None = None
-        with self._tracer.start_as_current_span(
-            name, context=parent, kind=SpanKind.CONSUMER, attributes=attrs, links=links
-        ) as span:
-            try:
-                yield
-            except BaseException as exc:
-                error = type(exc).__name__
-                span.set_attribute(c.ERROR_TYPE, error)
-                raise
-            finally:
-                self.handler_latency(
-                    topic, partition, time.perf_counter() - start, group=group, error_type=error
-                )
-                self.instruments.consumed.add(count, _attrs(topic, partition, group))
+        with (
+            self._tracer.start_as_current_span(
+                name, context=parent, kind=SpanKind.CONSUMER, attributes=attrs, links=links
+            ) as span,
+            self._measured(topic, partition, group, count, span),
+        ):
+            yield
 
-    def handler_latency(
+    @contextmanager
+    def _measured(
         self,
         topic: str,
         partition: int | None,
-        seconds: float,
-        *,
-        group: str | None = None,
-        error_type: str | None = None,
-    ) -> None:
-        """Record one handler run (``process_span`` does this itself)."""
-        attrs = _attrs(topic, partition, group)
-        if error_type is not None:
-            attrs[c.ERROR_TYPE] = error_type
-        self.instruments.process_duration.record(seconds, attrs)
+        group: str | None,
+        count: int,
+        span: Span | None = None,
+    ) -> Iterator[None]:
+        """Handler latency and consumed count around the block; error.type on the span."""
+        start = time.perf_counter()
+        error: str | None = None
+        try:
+            yield
+        except BaseException as exc:
+            error = type(exc).__name__
+            if span is not None:
+                span.set_attribute(c.ERROR_TYPE, error)
+            raise
+        finally:
+            if self.metrics_enabled():
+                self.handler_latency(
+                    topic, partition, time.perf_counter() - start, group=group, error_type=error
+                )
+                self.instruments.consumed.add(count, attributes(topic, partition, group))
 
     # ------------------------------------------------------------------ transactions
     def start_transaction(self, transactional_id: str) -> TransactionSpan:
         """Begin a ``kafka.transaction`` span (not made current); end it with ``.end(outcome)``."""
-        span = self._tracer.start_span(
-            "kafka.transaction",
-            kind=SpanKind.INTERNAL,
-            attributes={c.MESSAGING_SYSTEM: "kafka", c.TRANSACTIONAL_ID: transactional_id},
-        )
-        return TransactionSpan(span, self.instruments, transactional_id)
+        span: Span = INVALID_SPAN
+        if self.tracing_enabled():
+            span = self._tracer.start_span(
+                "kafka.transaction",
+                kind=SpanKind.INTERNAL,
+                attributes={c.MESSAGING_SYSTEM: "kafka", c.TRANSACTIONAL_ID: transactional_id},
+            )
+        return TransactionSpan(span, self.instruments, transactional_id, self.metrics_enabled)
 
     @contextmanager
     def transaction_span(self, transactional_id: str) -> Iterator[TransactionSpan]:
@@ -347,59 +408,3 @@ class Telemetry:
         finally:
             otel_context.detach(token)
             tx.end("unknown")
-
-    # ------------------------------------------------------------------ other events
-    def retry(self, operation: str, count: int = 1) -> None:
-        """Count a retried call; ``operation`` is a fixed name such as ``commit_transaction``."""
-        self.instruments.retries.add(count, {c.RETRY_OPERATION: operation})
-
-    def dead_lettered(self, topic: str, dlq_topic: str, count: int = 1) -> None:
-        """Count ``count`` input records of ``topic`` sent to ``dlq_topic``."""
-        attrs = _attrs(topic, None)
-        attrs["kafka_semantics.dlq.topic"] = dlq_topic
-        self.instruments.dead_lettered.add(count, attrs)
-
-    def rebalance(self, kind: RebalanceKind, partitions: int = 0) -> None:
-        """Count one rebalance callback and log it.
-
-        Raises:
-            ConfigurationError: ``kind`` is not assigned, revoked or lost.
-        """
-        if kind not in _KINDS:
-            raise ConfigurationError(
-                f"rebalance kind {kind!r}: valid: {', '.join(_KINDS)}", field="kind"
-            )
-        self.instruments.rebalances.add(1, {c.MESSAGING_SYSTEM: "kafka", c.REBALANCE_KIND: kind})
-        _log.info(
-            "rebalance: %s %d partitions",
-            kind,
-            partitions,
-            extra={"rebalance": kind, "partitions": partitions},
-        )
-
-    def record_stats(self, stats_json: str | bytes, group: str | None = None) -> None:
-        """Take one librdkafka statistics JSON (``stats_cb``); feeds the consumer-lag gauge.
-
-        Never raises (it runs inside librdkafka's callback): a malformed document is logged.
-        """
-        try:
-            self._lag.update(stats_json, group)
-        except (ValueError, TypeError) as exc:
-            _log.warning("librdkafka statistics ignored: %s", exc)
-
-    def stats_callback(self, group: str | None = None) -> Callable[[str], None]:
-        """A ``stats_cb`` for a confluent-kafka config (set ``statistics.interval.ms`` too)."""
-        return functools.partial(self.record_stats, group=group)
-
-    def lag(self) -> list[PartitionLag]:
-        """The consumer lag last reported per partition (what the gauge observes)."""
-        return list(self._lag.current())
-
-
-def _attrs(topic: str, partition: int | None, group: str | None = None) -> dict[str, Any]:
-    attrs: dict[str, Any] = {c.MESSAGING_SYSTEM: "kafka", c.MESSAGING_DESTINATION_NAME: topic}
-    if partition is not None and partition >= 0:
-        attrs[c.MESSAGING_DESTINATION_PARTITION_ID] = str(partition)
-    if group is not None:
-        attrs[c.MESSAGING_CONSUMER_GROUP_NAME] = group
-    return attrs

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, get_args
 
 from opentelemetry.trace import Span, SpanContext, Status, StatusCode
@@ -41,9 +42,11 @@ class TransactionSpan:
         span: Span,
         instruments: Instruments,
         transactional_id: str,
+        metrics_enabled: Callable[[], bool] = lambda: True,
     ) -> None:
         self.span = span
         self._m = instruments
+        self._metrics_enabled = metrics_enabled
         self.transactional_id = transactional_id
         self.records = 0
         self.input_records = 0
@@ -126,8 +129,9 @@ class TransactionSpan:
             if outcome != "committed":
                 span.set_status(Status(StatusCode.ERROR, f"transaction {outcome}"))
         span.end()
-        self._m.transactions.add(1, attrs)
-        self._m.transaction_duration.record(elapsed, attrs)
+        if self._metrics_enabled():
+            self._m.transactions.add(1, attrs)
+            self._m.transaction_duration.record(elapsed, attrs)
         level = logging.DEBUG if outcome == "committed" else logging.WARNING
         if _log.isEnabledFor(level):
             _log.log(

@@ -140,11 +140,27 @@ def test_no_sdk_installed_is_a_silent_no_op_that_still_propagates() -> None:
             t.set_outcome("committed", records=1)
         tel.delivered("out", 0, 0.001); tel.delivery_failed("out", "X"); tel.retry("x")
         tel.dead_lettered("in", "dlq"); tel.rebalance("lost"); tel.record_stats("{}")
-        print(json.dumps({
+        result = {
             "recording": [p.is_recording(), s.is_recording(), tx.span.is_recording()],
             "provider": type(trace.get_tracer_provider()).__name__,
             "headers": [[n, v.decode()] for n, v in headers],
-        }))
+        }
+        # an SDK installed later is picked up by the same (default) instance within a second
+        import time
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        time.sleep(1.1)
+        with Telemetry.default().process_span("in", 0, 2, None, "g", hs):
+            pass
+        result["later"] = [
+            [sp.name, format(sp.context.trace_id, "032x")] for sp in exporter.get_finished_spans()
+        ]
+        print(json.dumps(result))
         """
     )
     out = subprocess.run(
@@ -159,3 +175,4 @@ def test_no_sdk_installed_is_a_silent_no_op_that_still_propagates() -> None:
         ["traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"],
     ]
     assert out.stderr == ""
+    assert result["later"] == [["process in", "0af7651916cd43dd8448eb211c80319c"]]
