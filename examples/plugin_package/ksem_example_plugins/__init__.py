@@ -1,0 +1,1 @@
+"""Example kafka-semantics plugins (a partitioner and an assignor)."""
