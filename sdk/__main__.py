@@ -29,6 +29,7 @@ def _parser() -> argparse.ArgumentParser:
         default="localhost:9092",
         help="bootstrap servers for a bare guarantee (default: %(default)s)",
     )
+    actions.add_parser("reference", help="print the profile reference (docs/profiles.md)")
     return parser
 
 
@@ -45,6 +46,11 @@ def main(argv: list[str] | None = None) -> int:
     from sdk.profiles import load_profiles
     from sdk.profiles._explain import explain
 
+    if args.action == "reference":
+        from sdk.profiles._reference import reference_markdown
+
+        print(reference_markdown(), end="")
+        return 0
     try:
         profiles = load_profiles(args.file)
         print(explain(args.target, profiles, bootstrap_servers=args.bootstrap_servers))

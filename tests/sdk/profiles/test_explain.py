@@ -93,3 +93,13 @@ def test_cli(tmp_path: Path) -> None:
     assert bad.returncode == 2
     assert bad.stderr.startswith("error: 'exactly_twice' is neither a profile name")
     assert "Traceback" not in bad.stderr
+
+
+def test_profile_reference_page_is_current() -> None:
+    from sdk.profiles._reference import reference_markdown
+
+    page = (ROOT / "docs" / "profiles.md").read_text()
+    assert page == reference_markdown(), (
+        "docs/profiles.md is stale: run `python -m sdk profile reference > docs/profiles.md`"
+    )
+    assert "| `guarantee` |" in page and "**required**" in page

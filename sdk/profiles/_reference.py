@@ -1,0 +1,166 @@
+"""The profile reference (docs/profiles.md), generated from the pydantic models themselves.
+
+``python -m sdk profile reference > docs/profiles.md``; a test fails when the page drifts from
+the models, so the reference can only describe fields that exist, with their real defaults.
+"""
+
+from __future__ import annotations
+
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, SecretStr
+from pydantic_core import PydanticUndefined
+
+from sdk.profiles._common import Guarantee, SecurityProfile
+from sdk.profiles._consumer import ConsumerProfile
+from sdk.profiles._failure import FailurePolicy
+from sdk.profiles._processing import ProcessingProfile
+from sdk.profiles._producer import ProducerProfile
+
+__all__ = ["DESCRIPTIONS", "reference_markdown"]
+
+#: One line per field: what it does. A field missing here fails the reference test.
+DESCRIPTIONS: dict[str, str] = {
+    "guarantee": "at_most_once, at_least_once or exactly_once; decides every critical setting",
+    "bootstrap_servers": "comma-separated host:port list",
+    "client_id": "librdkafka client.id (shows up in broker logs and metrics)",
+    "acks": "at_most_once: 0 (default) or 1; otherwise only all",
+    "retries": "None = librdkafka's default (unbounded within the delivery timeout); "
+    "at_most_once: must stay 0/None; others: > 0",
+    "enable_idempotence": "None = on (off for at_most_once); exactly_once requires it",
+    "max_in_flight": "requests in flight per connection; ≤ 5 with idempotence, exactly 1 "
+    "without it (retries could reorder)",
+    "delivery_timeout_ms": "librdkafka message.timeout.ms: how long a record may be retried "
+    "(capped at transaction_timeout_ms for exactly_once)",
+    "linger_ms": "how long librdkafka waits to fill a batch",
+    "compression": "compression.type",
+    "transactional_id": "exactly_once: the stable id of this producer instance",
+    "transactional_id_prefix": "exactly_once: instances append their own stable suffix",
+    "transaction_timeout_ms": "the coordinator aborts a transaction left open this long",
+    "partitioner": "a partitioner name (built-in or entry point of kafka_semantics.partitioners)",
+    "security": "connection security; secrets are SecretStr (see SecurityProfile)",
+    "extras": "raw librdkafka keys merged *under* the critical ones; a key that contradicts "
+    "the guarantee is an error",
+    "group_id": "consumer group",
+    "auto_offset_reset": "where a group without a committed offset starts",
+    "isolation_level": "read_committed hides aborted transactions (required by exactly_once)",
+    "auto_commit_interval_ms": "at_least_once: how often stored offsets are committed",
+    "session_timeout_ms": "classic protocol: a member silent this long is removed",
+    "max_poll_interval_ms": "a member that does not poll this long leaves the group",
+    "group_protocol": "classic, or consumer (KIP-848, server-side assignment)",
+    "assignor": "classic protocol: range, round_robin or cooperative_sticky (librdkafka-native)",
+    "batch_size": "records taken per poll (the unit of at_most_once's commit-before-handling)",
+    "failure": "what happens when the handler fails (see FailurePolicy)",
+    "consumer": "the ConsumerProfile of the input side (same guarantee)",
+    "producer": "the ProducerProfile of the output side (same guarantee)",
+    "commit_interval_ms": "end a transaction (or store offsets) at least this often",
+    "max_records_per_transaction": "... or after this many input records",
+    "attempts": "handler attempts in total (1 = no retry)",
+    "backoff_initial_ms": "first retry delay (exponential backoff)",
+    "backoff_max_ms": "longest retry delay",
+    "retry_on": "exception types (dotted names) worth retrying; others fail at once",
+    "on_failure": "dlq: write the record to dlq_topic with error headers; stop: raise "
+    "HandlerError (never a silent skip)",
+    "dlq_topic": "dead-letter topic (required for on_failure=dlq)",
+    "protocol": "security.protocol",
+    "sasl_mechanism": "sasl.mechanism",
+    "sasl_username": "sasl.username",
+    "sasl_password": "sasl.password (SecretStr: never printed)",
+    "ssl_ca_location": "CA certificate file",
+    "ssl_certificate_location": "client certificate file",
+    "ssl_key_location": "client key file",
+    "ssl_key_password": "client key password (SecretStr: never printed)",
+}
+
+_MODELS: list[tuple[type[BaseModel], str]] = [
+    (
+        ProducerProfile,
+        "producer side of a profile (`profiles.<name>` or `profiles.<name>.producer`)",
+    ),
+    (ConsumerProfile, "consumer side (`profiles.<name>` or `profiles.<name>.consumer`)"),
+    (ProcessingProfile, "read-process-write (`profiles.<name>.processing`)"),
+    (FailurePolicy, "`failure:` of a consumer profile"),
+    (SecurityProfile, "`security:` of any profile"),
+]
+
+
+def _type_name(annotation: Any) -> str:
+    """A stable, version-independent rendering of a field's type."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Literal:
+        return " \\| ".join(repr(a) for a in args)
+    if origin in (Union, UnionType):
+        return " \\| ".join(_type_name(a) for a in args)
+    if origin is not None:
+        inner = ", ".join("..." if a is Ellipsis else _type_name(a) for a in args)
+        return f"{getattr(origin, '__name__', str(origin))}[{inner}]"
+    if annotation is type(None):
+        return "None"
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def _default(model: type[BaseModel], name: str) -> str:
+    info = model.model_fields[name]
+    if info.is_required():
+        return "**required**"
+    if info.default is PydanticUndefined and info.default_factory is not None:
+        return f"`{info.default_factory()!r}`"  # type: ignore[call-arg]
+    value = info.default
+    if isinstance(value, BaseModel):
+        return f"`{type(value).__name__}()`"
+    if isinstance(value, SecretStr):
+        return "`********`"
+    return f"`{value!r}`"
+
+
+def reference_markdown() -> str:
+    """Render the profile reference page.
+
+    Returns:
+        Markdown for docs/profiles.md.
+
+    Raises:
+        KeyError: A model field has no entry in :data:`DESCRIPTIONS`.
+    """
+    lines = [
+        "# Profile reference",
+        "",
+        "Generated from the pydantic models by `python -m sdk profile reference` (a test keeps "
+        "this page in sync). Guarantees: "
+        + ", ".join(f"`{g.value}`" for g in Guarantee)
+        + ". `python -m sdk profile explain NAME|GUARANTEE` shows the librdkafka settings a "
+        "profile renders to, and why.",
+    ]
+    for model, where in _MODELS:
+        lines += ["", f"## {model.__name__}", "", f"The {where}.", ""]
+        lines += ["| field | type | default | meaning |", "| --- | --- | --- | --- |"]
+        for name, info in model.model_fields.items():
+            lines.append(
+                f"| `{name}` | {_type_name(info.annotation)} | {_default(model, name)} | "
+                f"{DESCRIPTIONS[name]} |"
+            )
+    lines += [
+        "",
+        "## Example",
+        "",
+        "```yaml",
+        "defaults:",
+        "  bootstrap_servers: kafka-1:9092,kafka-2:9092",
+        "profiles:",
+        "  orders:",
+        "    guarantee: exactly_once",
+        "    group_id: order-service",
+        "    transactional_id_prefix: order-service-",
+        "    failure: {attempts: 3, on_failure: dlq, dlq_topic: orders-dlq}",
+        "  metrics: at_most_once",
+        "  logs:",
+        "    guarantee: at_least_once",
+        "    group_id: log-collector",
+        "    producer: {linger_ms: 50, compression: zstd}",
+        "```",
+        "",
+        "Environment: `KSEM_PROFILE_FILE` names such a file, `KSEM_BOOTSTRAP_SERVERS` sets the "
+        "default servers, and `KSEM_PROFILES__<NAME>__<FIELD>` sets one field.",
+    ]
+    return "\n".join(lines) + "\n"
