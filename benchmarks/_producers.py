@@ -125,7 +125,6 @@ def kafka_python(bootstrap: str, records: list[tuple[bytes, bytes]], size: int) 
         "acks": "all",
         "linger_ms": 5,
         "batch_size": 1_000_000,
-        "buffer_memory": 512 * 1024 * 1024,
     }
     try:
         producer = KafkaProducer(enable_idempotence=True, **kwargs)
