@@ -346,8 +346,8 @@ class Consumer:
             yield
             failed = False
         finally:
-            if handle_sigterm:
-                signal.signal(signal.SIGTERM, previous)
+            if handle_sigterm:  # None: the previous handler was not set from Python
+                signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
             self._stop.clear()
             if self._in_flight and self.guarantee is _AMO:
                 self.stats.abandoned += self._in_flight

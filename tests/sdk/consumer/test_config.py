@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 from typing import Any
 
@@ -109,3 +111,26 @@ def test_sigterm_handling_needs_the_main_thread() -> None:
     c.close()
     assert isinstance(errors[0], ConfigurationError)
     assert errors[0].field == "handle_sigterm"
+
+
+def test_sigterm_handler_is_installed_only_during_the_run_and_restored() -> None:
+    def mine(signum: int, frame: Any) -> None:
+        pass
+
+    previous = signal.signal(signal.SIGTERM, mine)
+    during: list[Any] = []
+    try:
+        with Consumer(_profile(), ["t"]) as c:
+            real_poll = c._poll
+
+            def spy(client: Any, limit: int) -> list[Any]:  # observe from inside the loop
+                during.append(signal.getsignal(signal.SIGTERM))
+                os.kill(os.getpid(), signal.SIGTERM)  # the consumer's handler stops the run
+                return real_poll(client, limit)
+
+            c._poll = spy  # type: ignore[method-assign]
+            c.run(lambda r: None, handle_sigterm=True)
+        assert len(during) == 1 and during[0] is not mine
+        assert signal.getsignal(signal.SIGTERM) is mine  # restored afterwards
+    finally:
+        signal.signal(signal.SIGTERM, previous)
