@@ -1,4 +1,4 @@
-"""The at-least-once log collector example runs to completion (CI smoke test)."""
+"""The consumer examples run to completion against the session broker (CI smoke tests)."""
 
 from __future__ import annotations
 
@@ -13,15 +13,26 @@ from tests.sdk.consumer._support import ROOT
 
 pytestmark = pytest.mark.broker
 
+# example -> (arguments, lines its output must contain)
+EXAMPLES: dict[str, tuple[list[str], list[str]]] = {
+    "log_collector.py": (
+        ["--lines", "2000"],
+        ["log collector: stored 2000/2000 log lines", "3 malformed lines dead-lettered", "OK"],
+    ),
+    "metrics_reader.py": (["--samples", "1200"], ["0 seen twice", "metrics reader: OK"]),
+}
 
-def test_log_collector_example_runs(kafka_cluster: Any) -> None:
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_example_runs(name: str, kafka_cluster: Any) -> None:
+    args, expected = EXAMPLES[name]
     env = {
         **os.environ,
         "KAFKA_BOOTSTRAP_SERVERS": kafka_cluster.bootstrap_servers,
         "PYTHONPATH": str(ROOT),
     }
     run = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "log_collector.py"), "--lines", "2000"],
+        [sys.executable, str(ROOT / "examples" / name), *args],
         capture_output=True,
         text=True,
         env=env,
@@ -30,6 +41,5 @@ def test_log_collector_example_runs(kafka_cluster: Any) -> None:
         check=False,
     )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    assert "log collector: stored 2000/2000 log lines" in run.stdout
-    assert "3 malformed lines dead-lettered" in run.stdout
-    assert "log collector: OK" in run.stdout
+    for line in expected:
+        assert line in run.stdout
