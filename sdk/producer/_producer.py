@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from sdk.errors import (
     ClosedError,
@@ -22,6 +22,7 @@ from sdk.errors import (
     UnknownTopicError,
     from_kafka_error,
 )
+from sdk.observability import Outcome, Telemetry, TransactionSpan
 from sdk.partitioners import Partitioner, PartitionRouter
 from sdk.producer._records import DeliveryHandle, Headers, ProducerRecord, RecordMetadata
 from sdk.profiles import Guarantee, ProducerProfile
@@ -83,6 +84,10 @@ class Producer:
             partitions added at runtime are used after at most this long.
         on_delivery: Called with each resolved handle (success or failure), from whichever
             thread serves callbacks (``poll``/``flush``/``result``); keep it short.
+        telemetry: OpenTelemetry hooks (``send <topic>`` spans, W3C trace context in the
+            headers, delivery metrics, a span per transaction). None uses
+            ``Telemetry.default()``, which records nothing until the application installs an
+            OpenTelemetry SDK; False turns instrumentation off entirely.
         client_factory: Builds the underlying client from the rendered config (tests, or a
             patched client); defaults to ``confluent_kafka.Producer``.
 
@@ -104,6 +109,7 @@ class Producer:
         metadata_timeout: float = 10.0,
         partition_refresh_s: float = 30.0,
         on_delivery: Callable[[DeliveryHandle], None] | None = None,
+        telemetry: Telemetry | Literal[False] | None = None,
         client_factory: Callable[[dict[str, Any]], Any] | None = None,
     ) -> None:
         if queue_full_timeout <= 0 or metadata_timeout <= 0:
@@ -118,6 +124,11 @@ class Producer:
         self._raw_key = self._key_ser is bytes_ser
         self._raw_value = self._value_ser is bytes_ser
         self._user_callback = on_delivery
+        self._telemetry: Telemetry | None = (
+            None if telemetry is False else (telemetry or Telemetry.default())
+        )
+        self._txn_span: TransactionSpan | None = None
+        self._notify = on_delivery is not None
         base = profile.render(transactional_id)  # refuses a prefix-only exactly_once profile
         self._router = PartitionRouter(
             partitioner or profile.partitioner,
@@ -258,6 +269,9 @@ class Producer:
                 field="topic",
             )
         client = self._client if self._state is ProducerState.OPEN else self._ensure_client()
+        tel = self._telemetry
+        if tel is not None and (tel.tracing_enabled() or tel.metrics_enabled()):
+            return self._send_observed(client, record, tel)
         handle = DeliveryHandle(record, self)
         if (
             self._fast
@@ -277,6 +291,21 @@ class Producer:
             except Exception:  # full queue, refusal: the general path retries / translates
                 pass
         self._produce(client, record, handle._deliver)
+        return handle
+
+    def _send_observed(self, client: Any, record: ProducerRecord, tel: Telemetry) -> DeliveryHandle:
+        """``send`` with a ``send <topic>`` span, trace headers and delivery metrics."""
+        handle = _TimedHandle(record, self)
+        with tel.send_span(record.topic, record.partition, record.key):
+            traced = record._replace(headers=tel.inject(record.headers))
+            handle._t0 = time.perf_counter()
+            try:
+                self._produce(client, traced, handle._deliver)
+            except SdkError as exc:
+                exc.record = record  # type: ignore[attr-defined]  # the caller's own record
+                raise
+        if self._txn_span is not None:
+            self._txn_span.add()
         return handle
 
     def send_and_wait(
@@ -513,6 +542,10 @@ class Producer:
 
     def _delivered(self, handle: DeliveryHandle) -> None:
         self.delivered += 1
+        tel = self._telemetry
+        if tel is not None and isinstance(handle, _TimedHandle):
+            msg = handle._state
+            tel.delivered(msg.topic(), msg.partition(), time.perf_counter() - handle._t0)
         if self._user_callback is not None:
             self._user_callback(handle)
 
@@ -529,6 +562,10 @@ class Producer:
         with self._lock:
             self._failures.append(error)
         handle._state = error
+        if self._telemetry is not None and isinstance(handle, _TimedHandle):
+            self._telemetry.delivery_failed(
+                handle.record.topic, type(error).__name__, handle.record.partition
+            )
         if self._user_callback is not None:
             self._user_callback(handle)
         return error
@@ -579,6 +616,10 @@ class Producer:
             self.init_transactions()
         self._txn_call("begin_transaction", client.begin_transaction)
         self._in_transaction = True
+        if self._telemetry is not None and self._telemetry.tracing_enabled():
+            self._txn_span = self._telemetry.start_transaction(
+                str(self._config.get("transactional.id"))
+            )
 
     def send_offsets_to_transaction(
         self, offsets: Sequence[Any], group_metadata: Any, timeout: float = 30.0
@@ -610,8 +651,13 @@ class Producer:
             ProducerFencedError: Another instance owns the transactional id.
         """
         client = self._ensure_client()
-        self._txn_call("commit_transaction", lambda: client.commit_transaction(timeout))
+        try:
+            self._txn_call("commit_transaction", lambda: client.commit_transaction(timeout))
+        except SdkError as exc:
+            self._end_txn_span("unknown", exc)
+            raise
         self._in_transaction = False
+        self._end_txn_span("committed")
 
     def abort_transaction(self, timeout: float = 60.0) -> None:
         """Abort the open transaction; its records are never visible to read_committed readers.
@@ -622,8 +668,14 @@ class Producer:
         client = self._ensure_client()
         self._txn_call("abort_transaction", lambda: client.abort_transaction(timeout))
         self._in_transaction = False
+        self._end_txn_span("aborted")
         with self._lock:
             self._failures.clear()  # aborted records are reported by the abort itself
+
+    def _end_txn_span(self, outcome: Outcome, error: BaseException | None = None) -> None:
+        span, self._txn_span = self._txn_span, None
+        if span is not None:
+            span.end(outcome, error=error)
 
     @contextmanager
     def transaction(self, timeout: float = 60.0) -> Iterator[Producer]:
@@ -657,3 +709,17 @@ def _attach(exc: SdkError, record: ProducerRecord) -> None:
 def _config_error(exc: Exception) -> ConfigurationError:
     text = exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else str(exc)
     return ConfigurationError(f"librdkafka refused the producer configuration: {text}")
+
+
+class _TimedHandle(DeliveryHandle):
+    """A handle that remembers when it was sent (delivery latency for the metrics)."""
+
+    __slots__ = ("_t0",)
+    _t0: float
+
+    def _deliver(self, err: Any, msg: Any) -> None:
+        if err is None:
+            self._state = msg
+            self._owner._delivered(self)
+        else:
+            self._owner._failed(self, err)

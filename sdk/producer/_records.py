@@ -66,10 +66,10 @@ class DeliveryHandle:
         if err is None:
             self._state = msg
             owner = self._owner
-            if owner._user_callback is None:
-                owner.delivered += 1
-            else:
+            if owner._notify:
                 owner._delivered(self)
+            else:
+                owner.delivered += 1
         else:
             self._owner._failed(self, err)  # sets _state to the translated error
 
@@ -117,7 +117,7 @@ class _Owner(Protocol):
     """What a handle needs from its producer."""
 
     delivered: int
-    _user_callback: Any
+    _notify: bool
 
     def _poll(self, timeout: float) -> Any: ...
 
