@@ -187,7 +187,7 @@ class FailurePath:
         self.policy = profile.failure
         self.stats = stats
         self.decoder = RecordDecoder(key_deserializer, value_deserializer)
-        self._runner = HandlerRunner(profile.failure)
+        self._runner = HandlerRunner(profile.failure, on_retry=self._count_retry)
         self.dlq: DeadLetterSink | None = None
         if profile.failure.dlq_topic:
             self.dlq = DeadLetterSink(profile, dead_letter_producer_config)
@@ -229,6 +229,9 @@ class FailurePath:
             self._fail(exc, messages, attempts=exc.attempts, stage="handler")
             return
         self.stats.handled += len(messages)
+
+    def _count_retry(self) -> None:
+        self.stats.retries += 1
 
     def _fail(self, error: SdkError, messages: list[Any], *, attempts: int, stage: str) -> None:
         if self.policy.on_failure == "stop" or self.dlq is None:

@@ -72,6 +72,7 @@ class ConsumerStats:
     Attributes:
         polled: Records taken from Kafka (poison pills included).
         handled: Records whose handler (or batch handler) succeeded.
+        retries: Handler calls retried (a failed attempt followed by another).
         handler_failures: Records on which the handler failed every attempt.
         deserialization_failures: Records whose key or value could not be deserialized.
         dead_lettered: Records sent to the dead-letter topic (and acknowledged there).
@@ -93,6 +94,7 @@ class ConsumerStats:
 
     polled: int = 0
     handled: int = 0
+    retries: int = 0
     handler_failures: int = 0
     deserialization_failures: int = 0
     dead_lettered: int = 0

@@ -44,6 +44,7 @@ def test_failing_handler_dead_letters_every_record_with_headers(
         stats = consumer.run(handler, max_records=3, idle_timeout=30)
     assert calls == [0, 0, 1, 1, 2, 2]  # two attempts each
     assert (stats.handler_failures, stats.dead_lettered, stats.handled) == (3, 3, 0)
+    assert stats.retries == 3
     assert committed(bs, group, topic) == [3]  # stored only once each DLQ write was acked
     dead = read_topic(bs, dlq, 3)
     assert [(m.key(), m.value()) for m in dead] == [
@@ -71,7 +72,7 @@ def test_retry_then_success_does_not_dead_letter(seeded: Any, make_topic: Any) -
     with Consumer(_dlq_profile(bs, "at_least_once", group, dlq, attempts=3), [topic]) as c:
         stats = c.run(flaky, max_records=2, idle_timeout=30)
     assert calls == [0, 0, 0, 1, 1, 1]
-    assert (stats.handled, stats.dead_lettered) == (2, 0)
+    assert (stats.handled, stats.retries, stats.dead_lettered) == (2, 4, 0)
 
 
 def test_stop_raises_and_leaves_the_record_uncommitted(seeded: Any) -> None:
