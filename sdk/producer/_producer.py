@@ -87,7 +87,8 @@ class Producer:
         telemetry: OpenTelemetry hooks (``send <topic>`` spans, W3C trace context in the
             headers, delivery metrics, a span per transaction). None uses
             ``Telemetry.default()``, which records nothing until the application installs an
-            OpenTelemetry SDK; False turns instrumentation off entirely.
+            OpenTelemetry SDK (checked when the client is created and at every ``poll`` and
+            ``flush``); False turns instrumentation off entirely.
         client_factory: Builds the underlying client from the rendered config (tests, or a
             patched client); defaults to ``confluent_kafka.Producer``.
 
@@ -129,6 +130,8 @@ class Producer:
         )
         self._txn_span: TransactionSpan | None = None
         self._notify = on_delivery is not None
+        self._observed = False
+        """Whether an OpenTelemetry SDK records (re-checked at creation, poll and flush)."""
         base = profile.render(transactional_id)  # refuses a prefix-only exactly_once profile
         self._router = PartitionRouter(
             partitioner or profile.partitioner,
@@ -199,6 +202,7 @@ class Producer:
                 except Exception as exc:  # KafkaException for a bad librdkafka key/value
                     raise _config_error(exc) from exc
                 self._router.attach(self._client)
+                self._check_telemetry()
                 self._state = ProducerState.OPEN
         return self._client
 
@@ -269,9 +273,8 @@ class Producer:
                 field="topic",
             )
         client = self._client if self._state is ProducerState.OPEN else self._ensure_client()
-        tel = self._telemetry
-        if tel is not None and (tel.tracing_enabled() or tel.metrics_enabled()):
-            return self._send_observed(client, record, tel)
+        if self._observed:
+            return self._send_observed(client, record)
         handle = DeliveryHandle(record, self)
         if (
             self._fast
@@ -293,8 +296,10 @@ class Producer:
         self._produce(client, record, handle._deliver)
         return handle
 
-    def _send_observed(self, client: Any, record: ProducerRecord, tel: Telemetry) -> DeliveryHandle:
+    def _send_observed(self, client: Any, record: ProducerRecord) -> DeliveryHandle:
         """``send`` with a ``send <topic>`` span, trace headers and delivery metrics."""
+        tel = self._telemetry
+        assert tel is not None
         handle = _TimedHandle(record, self)
         with tel.send_span(record.topic, record.partition, record.key):
             traced = record._replace(headers=tel.inject(record.headers))
@@ -364,11 +369,15 @@ class Producer:
         append = handles.append
         try:
             for i, record in enumerate(records, 1):
-                handle = DeliveryHandle(record, self)
-                produce(client, record, handle._deliver)
-                append(handle)
+                if self._observed:
+                    append(self._send_observed(client, record))
+                else:
+                    handle = DeliveryHandle(record, self)
+                    produce(client, record, handle._deliver)
+                    append(handle)
                 if not i % 1000:
                     poll(0)
+                    self._check_telemetry()
         except SdkError as exc:
             exc.handles = handles  # type: ignore[attr-defined]
             raise
@@ -384,6 +393,7 @@ class Producer:
         Returns:
             The number of events served.
         """
+        self._check_telemetry()
         return int(self._ensure_client().poll(timeout))
 
     def flush(self, timeout: float | None = None) -> None:
@@ -399,6 +409,7 @@ class Producer:
                 error with its record. The list is reset once reported.
         """
         client = self._ensure_client()
+        self._check_telemetry()
         remaining = int(client.flush(-1 if timeout is None else timeout))
         if not self._native:
             for topic in list(self._known_topics):
@@ -534,6 +545,10 @@ class Producer:
         if info.error is not None:
             raise from_kafka_error(info.error, context=context, record=record)
         self._known_topics.add(topic)
+
+    def _check_telemetry(self) -> None:
+        tel = self._telemetry
+        self._observed = tel is not None and (tel.tracing_enabled() or tel.metrics_enabled())
 
     # called by DeliveryHandle (see sdk.producer._records._Owner)
     def _poll(self, timeout: float) -> Any:
