@@ -111,8 +111,14 @@ class MetricHooks:
             return
         self.instruments.retries.add(count, {c.RETRY_OPERATION: operation})
 
-    def dead_lettered(self, topic: str, dlq_topic: str, count: int = 1) -> None:
-        """Count ``count`` input records of ``topic`` sent to ``dlq_topic``."""
+    def dead_lettered(
+        self, topic: str, dlq_topic: str, count: int = 1, error_type: str | None = None
+    ) -> None:
+        """Count ``count`` input records of ``topic`` sent to ``dlq_topic``.
+
+        :class:`~sdk.observability.Telemetry` also adds a ``kafka_semantics.dead_lettered``
+        event (with ``error.type``) to the current span.
+        """
         if not self.metrics_enabled():
             return
         attrs = attributes(topic, None)

@@ -376,6 +376,23 @@ class Telemetry(MetricHooks):
                 )
                 self.instruments.consumed.add(count, attributes(topic, partition, group))
 
+    def dead_lettered(
+        self, topic: str, dlq_topic: str, count: int = 1, error_type: str | None = None
+    ) -> None:
+        """Count ``count`` input records of ``topic`` sent to ``dlq_topic``; add a span event.
+
+        The event ``kafka_semantics.dead_lettered`` goes on the current span (the process
+        span of the record) with the DLQ topic and ``error.type``.
+        """
+        super().dead_lettered(topic, dlq_topic, count, error_type)
+        if self.tracing_enabled():
+            span = trace.get_current_span()
+            if span.is_recording():
+                attrs: dict[str, Any] = {"kafka_semantics.dlq.topic": dlq_topic}
+                if error_type is not None:
+                    attrs[c.ERROR_TYPE] = error_type
+                span.add_event("kafka_semantics.dead_lettered", attrs)
+
     # ------------------------------------------------------------------ transactions
     def start_transaction(self, transactional_id: str) -> TransactionSpan:
         """Begin a ``kafka.transaction`` span (not made current); end it with ``.end(outcome)``."""

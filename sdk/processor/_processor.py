@@ -278,8 +278,9 @@ class Processor:
                     raise
                 outputs = [dead_letter(m, failure.dlq_topic, exc) for m in msgs]
                 self.stats.dead_lettered += len(msgs)
+                cause = type(exc.__cause__ or exc).__name__
                 for m in msgs:
-                    self._tel.dead_lettered(m.topic(), failure.dlq_topic)
+                    self._tel.dead_lettered(m.topic(), failure.dlq_topic, error_type=cause)
             try:
                 for out in outputs:
                     self._produce(out)

@@ -48,4 +48,9 @@ def render_tree(spans: Sequence[ReadableSpan], trace_id: int) -> str:
 
     for root in sorted(children.get(None, []), key=lambda s: s.start_time or 0):
         walk(root, 0)
+    linked = {lk.context.span_id for s in mine for lk in s.links} - ids
+    for span in spans:
+        if span.context is not None and span.context.span_id in linked:
+            lines.append(f"linked, own trace {span.context.trace_id:032x}")
+            walk(span, 0)
     return "\n".join(lines)

@@ -172,7 +172,15 @@ def test_one_trace_from_producer_through_processor_to_consumer(
         assert down.context.trace_id == origin.trace_id and down.parent.span_id == send_id
     # the dead-lettered record keeps its trace too
     assert traceparent(dead)[0] == sent["bad"].trace_id
-    assert by_id[traceparent(dead)[1]].name == f"send {dlq}"
+    dlq_send = by_id[traceparent(dead)[1]]
+    assert dlq_send.name == f"send {dlq}"
+    events = by_id[dlq_send.parent.span_id].events
+    assert [(e.name, dict(e.attributes or {})) for e in events] == [
+        (
+            "kafka_semantics.dead_lettered",
+            {"kafka_semantics.dlq.topic": dlq, "error.type": "ValueError"},
+        )
+    ]
 
     tx_spans = otel.spans("kafka.transaction")
     outcomes = [s.attributes["kafka_semantics.transaction.outcome"] for s in tx_spans]
@@ -204,6 +212,7 @@ def test_one_trace_from_producer_through_processor_to_consumer(
     }
     assert lag and set(lag.values()) == {0}
     print("\n" + render_tree(otel.spans(), sent["a"].trace_id))
+    print(render_tree(otel.spans(), sent["bad"].trace_id))
 
 
 def test_aborted_transaction_is_recorded_and_no_secret_leaks(

@@ -244,6 +244,15 @@ def test_other_counters(otel: Otel, caplog: pytest.LogCaptureFixture) -> None:
     tel.retry("commit_transaction")
     tel.retry("commit_transaction")
     tel.dead_lettered("in", "in.dlq", 2)
+    with otel.tracer_provider.get_tracer("t").start_as_current_span("handling"):
+        tel.dead_lettered("in", "in.dlq", 1, error_type="KeyError")
+    (handling,) = otel.spans("handling")
+    assert [(e.name, dict(e.attributes or {})) for e in handling.events] == [
+        (
+            "kafka_semantics.dead_lettered",
+            {"kafka_semantics.dlq.topic": "in.dlq", "error.type": "KeyError"},
+        )
+    ]
     with caplog.at_level(logging.INFO, logger="sdk.observability"):
         tel.rebalance("assigned", 4)
         tel.rebalance("revoked", 4)
@@ -263,7 +272,7 @@ def test_other_counters(otel: Otel, caplog: pytest.LogCaptureFixture) -> None:
         )
         == 2
     )
-    assert otel.total("kafka_semantics.dead_lettered", {"kafka_semantics.dlq.topic": "in.dlq"}) == 2
+    assert otel.total("kafka_semantics.dead_lettered", {"kafka_semantics.dlq.topic": "in.dlq"}) == 3
     assert (
         otel.total("kafka_semantics.rebalances", {"kafka_semantics.rebalance.kind": "assigned"})
         == 1
