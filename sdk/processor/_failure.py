@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import importlib
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -44,22 +45,34 @@ class HandlerRunner:
         Raises:
             HandlerError: Every attempt failed (or the error is not in retry_on).
         """
-        attempts = 0
+        # The first attempt runs without tenacity: building a Retrying per record costs more
+        # than most handlers (measured ~20 us), and most records succeed at once.
+        try:
+            return list(fn(arg) or ())
+        except Exception as exc:
+            first = exc
+        p = self.policy
+        if p.attempts <= 1 or not isinstance(first, self._retry_on):
+            raise HandlerError(
+                f"handler failed after 1 attempt(s): {first!r}", record=arg, attempts=1
+            ) from first
+        attempts = 1
 
         def once() -> list[OutputRecord]:
             nonlocal attempts
             attempts += 1
             return list(fn(arg) or ())
 
-        p = self.policy
+        initial = p.backoff_initial_ms / 1000.0
+        if self._on_retry:
+            self._on_retry()
+        time.sleep(initial)  # the wait after attempt 1; tenacity waits between the rest
         try:
             for attempt in Retrying(
                 retry=retry_if_exception(lambda e: isinstance(e, self._retry_on)),
-                stop=stop_after_attempt(p.attempts),
+                stop=stop_after_attempt(p.attempts - 1),
                 wait=wait_exponential(
-                    multiplier=p.backoff_initial_ms / 1000.0,
-                    min=p.backoff_initial_ms / 1000.0,
-                    max=p.backoff_max_ms / 1000.0,
+                    multiplier=initial * 2, min=initial, max=p.backoff_max_ms / 1000.0
                 ),
                 before_sleep=lambda _: self._on_retry() if self._on_retry else None,
                 reraise=True,
