@@ -37,6 +37,12 @@ def render_tree(spans: Sequence[ReadableSpan], trace_id: int) -> str:
         ms = ((span.end_time or 0) - (span.start_time or 0)) / 1e6
         kind = span.kind.name if span.kind is not None else ""
         lines.append(f"{'  ' * depth}└─ {span.name} [{kind}, {ms:.2f} ms] {shown}".rstrip())
+        for event in span.events:
+            attrs_e = dict(event.attributes or {})
+            detail = " ".join(
+                f"{k.split('.')[-1]}={v}" for k, v in attrs_e.items() if "stacktrace" not in k
+            )
+            lines.append(f"{'  ' * (depth + 2)}• event: {event.name} {detail}".rstrip())
         for link in span.links:
             target = names.get(link.context.span_id, "remote span")
             lines.append(f"{'  ' * (depth + 2)}↳ link: {target}")

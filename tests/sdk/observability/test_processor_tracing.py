@@ -221,7 +221,7 @@ def test_aborted_transaction_is_recorded_and_no_secret_leaks(
     bs = kafka_cluster.bootstrap_servers
     src, dst, group = make_topic(1), make_topic(1), make_group()
     otel = make_otel()
-    produce_traced(otel, bs, src, ["x", "boom"])
+    sent = produce_traced(otel, bs, src, ["x", "boom"])
 
     def handler(r: Any) -> list[OutputRecord]:
         if r.value() == b"boom":
@@ -250,6 +250,7 @@ def test_aborted_transaction_is_recorded_and_no_secret_leaks(
     boom = [s for s in otel.spans(f"process {src}") if s.attributes.get("error.type")]
     assert [s.attributes["error.type"] for s in boom] == ["HandlerError"]
     assert any(r.getMessage().startswith("transaction aborted") for r in caplog.records)
+    print("\n" + render_tree(otel.spans(), sent["boom"].trace_id))
 
     # the secret is nowhere: spans (attributes, events), metric attributes, log records
     redacted = [r for r in caplog.records if hasattr(r, "consumer_config")]
