@@ -265,3 +265,36 @@ def test_aborted_transaction_is_recorded_and_no_secret_leaks(
     for record in caplog.records:
         assert SECRET not in record.getMessage()
         assert SECRET not in repr(record.__dict__)
+
+
+def test_batch_handler_gets_one_span_per_batch_linking_every_input(
+    kafka_cluster: Any, make_topic: Any, make_group: Any
+) -> None:
+    bs = kafka_cluster.bootstrap_servers
+    src, dst, group = make_topic(1), make_topic(1), make_group()
+    otel = make_otel()
+    sent = produce_traced(otel, bs, src, ["a", "b", "c"])
+
+    def batch(records: list[Any]) -> list[OutputRecord]:
+        return [OutputRecord(dst, r.value(), key=r.key()) for r in records]
+
+    proc = Processor(
+        profile(bs, group, {}),
+        [src],
+        batch_handler=batch,
+        instance_id="i",
+        telemetry=otel.telemetry,
+    )
+    box = run_until(proc, lambda: committed_total(bs, group, src, 1) >= 3)
+    assert "error" not in box, box
+    outputs = read_all(bs, dst, 1, 3)
+    batches = otel.spans(f"process {src}")
+    assert sum(s.attributes["messaging.batch.message_count"] for s in batches) == 3
+    linked = {lk.context.span_id for s in batches for lk in s.links}
+    assert {ctx.span_id for ctx in sent.values()} <= linked  # every input's producer span
+    by_id = {s.context.span_id: s for s in otel.spans()}
+    for out in outputs:  # outputs are children of their batch span (a trace of its own)
+        trace_id, send_id = traceparent(out)
+        batch_span = by_id[by_id[send_id].parent.span_id]
+        assert batch_span in batches and batch_span.context.trace_id == trace_id
+        assert batch_span.parent is None
