@@ -182,3 +182,38 @@ def test_unknown_dlq_topic_raises_and_stores_nothing(seeded: Any) -> None:
         consumer.run(fail, idle_timeout=30)
     assert "no-such-dlq-topic" in str(info.value)
     assert committed(bs, group, topic) == [-1001]  # never a silent skip
+
+
+def test_batch_stop_raises_with_the_batch_and_commits_nothing_of_it(seeded: Any) -> None:
+    bs, topic, group = seeded(6)
+    prof = profile(bs, "at_least_once", group, failure={"attempts": 1, "on_failure": "stop"})
+
+    def fail_from_three(records: list[ConsumerRecord]) -> None:
+        if any(r.offset >= 3 for r in records):
+            raise RuntimeError("sink down")
+
+    with Consumer(prof, [topic]) as consumer:
+        consumer.run_batch(fail_from_three, max_records=3, idle_timeout=30)  # 0..2 succeed
+        with pytest.raises(HandlerError) as info:
+            consumer.run_batch(fail_from_three, idle_timeout=30)
+    failed = info.value.record
+    assert isinstance(failed, list) and failed[0].offset == 3  # usually [3, 4, 5]
+    assert committed(bs, group, topic) == [3]  # the batches before it, nothing of it
+
+
+def test_iterator_user_can_dead_letter_then_ack(seeded: Any, make_topic: Any) -> None:
+    bs, topic, group = seeded(3)
+    dlq = make_topic(1)
+    with Consumer(_dlq_profile(bs, "at_least_once", group, dlq), [topic]) as consumer:
+        for record in consumer.records(max_records=3, idle_timeout=30):
+            if record.offset == 1:
+                consumer.dead_letter(record, ValueError("rejected by the user"))
+            consumer.ack(record)
+    assert committed(bs, group, topic) == [3]
+    (dead,) = read_topic(bs, dlq, 1)
+    h = _headers(dead)
+    assert (h["dlq.stage"], h["dlq.offset"], h["dlq.error.message"]) == (
+        "user",
+        "1",
+        "rejected by the user",
+    )

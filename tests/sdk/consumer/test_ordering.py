@@ -95,10 +95,13 @@ def test_at_least_once_stores_only_after_the_handler(seeded: Any) -> None:
     assert committed(bs, group, topic) == [20]
 
 
-def test_at_least_once_commits_on_revoke(seeded: Any) -> None:
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])  # consumer: KIP-848
+def test_at_least_once_commits_on_revoke(protocol: str, seeded: Any) -> None:
     bs, topic, group = seeded(40, 2)
     # the timer never fires during the test: only the revoke callback can commit
-    prof = profile(bs, "at_least_once", group, auto_commit_interval_ms=600_000)
+    prof = profile(
+        bs, "at_least_once", group, auto_commit_interval_ms=600_000, group_protocol=protocol
+    )
     first = Consumer(prof, [topic])
     handled: list[int] = []
     second = Consumer(prof, [topic])
