@@ -22,7 +22,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from sdk.producer import Producer, ProducerRecord
 from sdk.profiles import ProducerProfile
 from sdk.testing.admin import create_topic
+from sdk.testing.backends import bootstrap_servers
 
 GUARANTEES = ("at_most_once", "at_least_once", "exactly_once")
 PARTITIONS = 4
@@ -75,18 +75,6 @@ def worker(spec: dict[str, Any]) -> None:
 
 
 # --------------------------------------------------------------------------- the driver
-@contextlib.contextmanager
-def kafka() -> Iterator[str]:
-    """Yield bootstrap servers: an existing cluster, or an embedded one for the run."""
-    if os.environ.get("KAFKA_BOOTSTRAP_SERVERS"):
-        yield os.environ["KAFKA_BOOTSTRAP_SERVERS"]
-        return
-    from sdk.testing.cluster import LocalCluster
-
-    with LocalCluster(nodes=1) as cluster:
-        yield cluster.bootstrap_servers
-
-
 def committed(bootstrap: str, group: str, topic: str) -> int:
     """Total committed input offset of ``group`` (read without joining it)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
@@ -205,7 +193,10 @@ def main() -> None:
     import tempfile
 
     results = []
-    with kafka() as bootstrap, tempfile.TemporaryDirectory(prefix="guarantees-demo-") as tmp:
+    with (
+        bootstrap_servers() as bootstrap,
+        tempfile.TemporaryDirectory(prefix="guarantees-demo-") as tmp,
+    ):
         for guarantee in args.guarantee or GUARANTEES:
             print(f"{guarantee}: copying {args.records:,} records, 3 worker crashes", flush=True)
             results.append(run_guarantee(bootstrap, guarantee, args.records, Path(tmp)))

@@ -9,31 +9,18 @@ while a duplicate would double-count a counter downstream.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import random
 import time
-from collections.abc import Iterator
 
 from confluent_kafka import Consumer
 
 from sdk.producer import Producer
 from sdk.profiles import ProducerProfile
 from sdk.testing.admin import create_topic
-from sdk.testing.cluster import LocalCluster
+from sdk.testing.backends import bootstrap_servers
 
 TOPIC = "metrics"
 HOSTS = [f"web-{i}" for i in range(8)]
-
-
-@contextlib.contextmanager
-def kafka() -> Iterator[str]:
-    """Yield bootstrap servers: an existing cluster, or an embedded one for the run."""
-    if os.environ.get("KAFKA_BOOTSTRAP_SERVERS"):
-        yield os.environ["KAFKA_BOOTSTRAP_SERVERS"]
-        return
-    with LocalCluster(nodes=1) as cluster:
-        yield cluster.bootstrap_servers
 
 
 def count(bootstrap: str, topic: str, expect: int) -> int:
@@ -59,7 +46,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=5.0)
     args = parser.parse_args()
-    with kafka() as bootstrap:
+    with bootstrap_servers() as bootstrap:
         topic = f"{TOPIC}-{time.time_ns()}"
         create_topic(bootstrap, topic, 3)
         # acks=0, no retries, no idempotence: the profile refuses anything that could duplicate.

@@ -13,13 +13,10 @@ transaction (with the error in its headers).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 from confluent_kafka import Consumer
@@ -28,17 +25,7 @@ from sdk.processor import OutputRecord, Processor
 from sdk.producer import Producer, ProducerRecord
 from sdk.profiles import load_profiles
 from sdk.testing.admin import create_topic
-from sdk.testing.cluster import LocalCluster
-
-
-@contextlib.contextmanager
-def kafka() -> Iterator[str]:
-    """Yield bootstrap servers: an existing cluster, or an embedded one for the run."""
-    if os.environ.get("KAFKA_BOOTSTRAP_SERVERS"):
-        yield os.environ["KAFKA_BOOTSTRAP_SERVERS"]
-        return
-    with LocalCluster(nodes=1) as cluster:
-        yield cluster.bootstrap_servers
+from sdk.testing.backends import bootstrap_servers
 
 
 def read_committed(bootstrap: str, topics: list[str], expect: int) -> Counter[str]:
@@ -71,7 +58,7 @@ def main() -> None:
     orders, confirmed, inventory, dlq = (
         f"{t}-{run}" for t in ("orders", "confirmed", "inventory", "orders-dlq")
     )
-    with kafka() as bootstrap:
+    with bootstrap_servers() as bootstrap:
         for topic in (orders, confirmed, inventory, dlq):
             create_topic(bootstrap, topic, 3)
         profiles = load_profiles(

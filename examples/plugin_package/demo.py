@@ -2,33 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 
 from sdk.assignors import Member, TopicPartition, resolve_assignor
 from sdk.producer import Producer
 from sdk.profiles import load_profiles
 from sdk.testing.admin import create_topic
-
-
-@contextlib.contextmanager
-def kafka() -> Iterator[str]:
-    if os.environ.get("KAFKA_BOOTSTRAP_SERVERS"):
-        yield os.environ["KAFKA_BOOTSTRAP_SERVERS"]
-        return
-    from sdk.testing.cluster import LocalCluster
-
-    with LocalCluster(nodes=1) as cluster:
-        yield cluster.bootstrap_servers
+from sdk.testing.backends import bootstrap_servers
 
 
 def main() -> None:
-    with kafka() as bootstrap, tempfile.TemporaryDirectory() as tmp:
+    with bootstrap_servers() as bootstrap, tempfile.TemporaryDirectory() as tmp:
         topic = create_topic(bootstrap, f"accounts-{time.time_ns()}", 9)
         path = Path(tmp) / "profiles.yaml"
         path.write_text(

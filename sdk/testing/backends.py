@@ -7,7 +7,9 @@ Maven-resolved jars (what runs on machines without Docker).
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
 
 from sdk.testing.cluster import LocalCluster
@@ -16,6 +18,7 @@ __all__ = [
     "ContainerCluster",
     "ExternalCluster",
     "KafkaBackend",
+    "bootstrap_servers",
     "docker_available",
     "open_cluster",
 ]
@@ -105,3 +108,22 @@ def open_cluster(nodes: int = 1) -> KafkaBackend:
     if nodes == 1 and docker_available():
         return ContainerCluster()
     return LocalCluster(nodes).start()
+
+
+@contextlib.contextmanager
+def bootstrap_servers(nodes: int = 1) -> Iterator[str]:
+    """Yield the bootstrap servers of :func:`open_cluster`'s cluster; close it afterwards.
+
+    For examples and scripts: ``KAFKA_BOOTSTRAP_SERVERS`` if set, else a Docker broker if an
+    engine answers, else an embedded :class:`~sdk.testing.cluster.LocalCluster`.
+
+    Example::
+
+        with bootstrap_servers() as bs:
+            producer = Producer(ProducerProfile(guarantee="at_least_once", bootstrap_servers=bs))
+    """
+    backend = open_cluster(nodes)
+    try:
+        yield backend.bootstrap_servers
+    finally:
+        backend.close()
