@@ -95,24 +95,30 @@ def test_at_least_once_stores_only_after_the_handler(seeded: Any) -> None:
     assert committed(bs, group, topic) == [20]
 
 
-@pytest.mark.parametrize("protocol", ["classic", "consumer"])  # consumer: KIP-848
-def test_at_least_once_commits_on_revoke(protocol: str, seeded: Any) -> None:
-    bs, topic, group = seeded(40, 2)
+@pytest.mark.parametrize(
+    "group",
+    [
+        {},  # classic protocol, eager range assignor
+        {"assignor": "cooperative_sticky"},  # incremental revoke
+        {"group_protocol": "consumer"},  # KIP-848
+    ],
+    ids=["eager", "cooperative", "kip848"],
+)
+def test_at_least_once_commits_on_revoke(group: dict[str, str], seeded: Any) -> None:
+    bs, topic, group_id = seeded(40, 2)
     # the timer never fires during the test: only the revoke callback can commit
-    prof = profile(
-        bs, "at_least_once", group, auto_commit_interval_ms=600_000, group_protocol=protocol
-    )
+    prof = profile(bs, "at_least_once", group_id, auto_commit_interval_ms=600_000, **group)
     first = Consumer(prof, [topic])
     handled: list[int] = []
     second = Consumer(prof, [topic])
     with background(first, lambda r: handled.append(r.offset), stop=True, idle_timeout=60):
         wait_for(lambda: len(handled) == 40, 30, "the first member to handle everything")
         time.sleep(0.5)
-        assert committed(bs, group, topic, 2) == [NONE, NONE]
+        assert committed(bs, group_id, topic, 2) == [NONE, NONE]
         # a second member joins: the first one's partitions are revoked, and it commits
         second.run(lambda r: None, idle_timeout=3)
         assert first.stats.revoked >= 1
-        assert sum(committed(bs, group, topic, 2)) == 40
+        assert sum(committed(bs, group_id, topic, 2)) == 40
         assert second.stats.polled == 0  # nothing handled twice
     second.close()
 
