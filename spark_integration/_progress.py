@@ -14,7 +14,7 @@ from typing import Any
 
 from sdk.errors import KafkaClientError
 from sdk.profiles import ConsumerProfile
-from spark_integration._ranges import PartitionRange, admin_config, committed_offsets
+from spark_integration._ranges import PartitionRange, committed_offsets
 
 __all__ = ["ProgressReporter", "format_progress", "stderr_line"]
 
@@ -46,7 +46,7 @@ class ProgressReporter:
         ranges: The planned ranges.
         interval_s: Seconds between reports.
         sink: Receives each line.
-        admin_factory: Makes the AdminClient (tests).
+        consumer_factory: Makes the consumer that reads the offsets (tests).
     """
 
     def __init__(
@@ -55,13 +55,13 @@ class ProgressReporter:
         ranges: Sequence[PartitionRange],
         interval_s: float,
         sink: Callable[[str], None] = stderr_line,
-        admin_factory: Any = None,
+        consumer_factory: Any = None,
     ) -> None:
         self._consumer = consumer
         self._ranges = list(ranges)
         self._interval = interval_s
         self._sink = sink
-        self._admin_factory = admin_factory
+        self._consumer_factory = consumer_factory
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="eos-progress", daemon=True)
         self.reports = 0
@@ -82,11 +82,8 @@ class ProgressReporter:
         Raises:
             KafkaClientError: The offsets could not be read.
         """
-        from confluent_kafka.admin import AdminClient
-
-        admin = (self._admin_factory or AdminClient)(admin_config(self._consumer))
         keys = [(r.topic, r.partition) for r in self._ranges]
-        committed = committed_offsets(admin, self._consumer.group_id, keys)
+        committed = committed_offsets(self._consumer, keys, consumer_factory=self._consumer_factory)
         return format_progress(self._ranges, committed)
 
     def _loop(self) -> None:

@@ -91,26 +91,53 @@ def _partitions(admin: Any, topics: Sequence[str], timeout: float) -> list[tuple
 
 
 def committed_offsets(
-    admin: Any, group: str, partitions: Sequence[tuple[str, int]], timeout: float = 30.0
+    consumer: ConsumerProfile,
+    partitions: Sequence[tuple[str, int]],
+    timeout: float = 30.0,
+    *,
+    consumer_factory: Any = None,
 ) -> dict[tuple[str, int], int]:
-    """Read the group's committed offsets with ``require_stable`` (KIP-447).
+    """Read the group's committed offsets the way a read_committed member would.
 
-    With require_stable the coordinator answers only once no transaction that commits offsets
-    for these partitions is pending, so the offsets are those of committed transactions.
+    A non-subscribed consumer with the group's ``group.id`` and ``isolation.level=
+    read_committed`` calls ``committed()``: librdkafka then sends the OffsetFetch with
+    ``require_stable`` (KIP-447), so the coordinator answers only once no transaction that
+    commits offsets for these partitions is pending. (confluent-kafka 2.16.1's
+    ``AdminClient.list_consumer_group_offsets`` crashed the process with SIGSEGV when the
+    group coordinator was still loading on a fresh cluster, so it is not used.)
 
     Returns:
         ``{(topic, partition): offset}``; -1 where the group has no committed offset.
 
     Raises:
-        KafkaClientError: The request failed.
+        KafkaClientError: The request failed after retries.
     """
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka import Consumer, TopicPartition
 
-    request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p) for t, p in partitions])
-    futures = admin.list_consumer_group_offsets([request], require_stable=True)
-    result = _result(futures[group], f"list_consumer_group_offsets({group})", timeout)
+    from sdk.processor import ProcessorStats
+    from sdk.processor._kafka_calls import call_kafka
+
+    config: dict[str, Any] = dict(admin_config(consumer))
+    config.update(
+        {
+            "group.id": consumer.group_id,
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
+    client = (consumer_factory or Consumer)(config)
+    try:
+        tps = [TopicPartition(t, p) for t, p in partitions]
+        got = call_kafka(
+            lambda: client.committed(tps, timeout),
+            context=f"committed offsets of group {consumer.group_id}",
+            stats=ProcessorStats(),
+            transactional=False,
+        )
+    finally:
+        client.close()
     out: dict[tuple[str, int], int] = {}
-    for tp in result.topic_partitions:
+    for tp in got:
         if tp.error is not None:
             raise from_kafka_error(tp.error, context=f"committed offset {tp.topic}[{tp.partition}]")
         out[(tp.topic, tp.partition)] = tp.offset if tp.offset >= 0 else -1
@@ -164,7 +191,7 @@ def plan_ranges(
     spec: Any = getattr(kafka_admin, "OffsetSpec")  # noqa: B009 (not in the typed stubs)
     admin = (admin_factory or AdminClient)(admin_config(consumer))
     parts = _partitions(admin, topics, timeout)
-    committed = committed_offsets(admin, consumer.group_id, parts, timeout)
+    committed = committed_offsets(consumer, parts, timeout)
     stable_end = _list_offsets(admin, parts, spec.latest(), timeout)
     earliest = _list_offsets(admin, parts, spec.earliest(), timeout)
     return [

@@ -49,6 +49,7 @@ def local_session(
         SparkSession.builder.master(f"local[{cores},{max_failures}]")
         .appName(app_name)
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.speculation", "false")
         .config("spark.sql.shuffle.partitions", str(cores))
         .config("spark.default.parallelism", str(cores))

@@ -333,7 +333,7 @@ class ExactlyOnceStreamingSink:
             except KafkaException as exc:
                 raise from_kafka_error(exc.args[0], context="create_partitions") from exc
             self._wait_partitions(admin, topic, slices)
-        self._check_replay(admin, batch_id, slices)
+        self._check_replay(batch_id, slices)
 
     @staticmethod
     def _wait_partitions(admin: Any, topic: str, count: int) -> None:
@@ -344,15 +344,31 @@ class ExactlyOnceStreamingSink:
                 return
             time.sleep(0.2)
 
-    def _check_replay(self, admin: Any, batch_id: int, slices: int) -> None:
-        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    def _check_replay(self, batch_id: int, slices: int) -> None:
+        from confluent_kafka import Consumer, TopicPartition
 
-        topic = self.config.progress_topic
-        request = ConsumerGroupTopicPartitions(
-            self.config.group, [TopicPartition(topic, i) for i in range(slices)]
+        from sdk.processor import ProcessorStats
+
+        client = Consumer(
+            {
+                "bootstrap.servers": self.config.producer.bootstrap_servers,
+                "group.id": self.config.group,
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+            }
         )
-        res = admin.list_consumer_group_offsets([request], require_stable=True)[self.config.group]
-        for tp in res.result(30).topic_partitions:
+        topic = self.config.progress_topic
+        try:
+            tps = [TopicPartition(topic, i) for i in range(slices)]
+            got = call_kafka(
+                lambda: client.committed(tps, 30),
+                context=f"batch markers of {self.config.group}",
+                stats=ProcessorStats(),
+                transactional=False,
+            )
+        finally:
+            client.close()
+        for tp in got:
             if tp.offset != batch_id + 1 or not tp.metadata:
                 continue
             try:
