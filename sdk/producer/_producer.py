@@ -384,6 +384,78 @@ class Producer:
         poll(0)
         return handles
 
+    def send_batch(self, records: Iterable[ProducerRecord]) -> int:
+        """Queue many records without per-record handles: the fastest path.
+
+        One shared delivery callback counts acknowledgements; a failed record is rebuilt from
+        the delivery report (topic, serialized key and value, headers, partition) and reported
+        by the next :meth:`flush` in ``DeliveryError.failures`` — so nothing is lost silently,
+        but a failed record comes back in its serialized (bytes) form. With an OpenTelemetry
+        SDK recording, records take the traced path of :meth:`send`.
+
+        Args:
+            records: The records, in order.
+
+        Returns:
+            The number of records queued.
+
+        Raises:
+            SdkError: As :meth:`send`, for the first record that cannot be queued; the records
+                before it are queued (``.queued`` on the error says how many).
+        """
+        client = self._ensure_client()
+        poll, produce = client.poll, client.produce
+        callback = self._on_batch_delivery
+        known, fast = self._known_topics, self._fast
+        queued = 0
+        try:
+            for record in records:
+                if self._observed:
+                    self._send_observed(client, record)
+                else:
+                    topic, value, key, headers, partition, timestamp_ms = record
+                    if not (
+                        fast
+                        and headers is None
+                        and timestamp_ms is None
+                        and partition is None
+                        and (value is None or type(value) is bytes)
+                        and (key is None or type(key) is bytes)
+                        and topic in known
+                    ):
+                        self._produce(client, record, callback)
+                    else:
+                        try:
+                            produce(topic, value, key, on_delivery=callback)
+                        except Exception:  # full queue, refusal: the general path handles it
+                            self._produce(client, record, callback)
+                queued += 1
+                if not queued % 1000:
+                    poll(0)
+                    self._check_telemetry()
+        except SdkError as exc:
+            exc.queued = queued  # type: ignore[attr-defined]
+            raise
+        poll(0)
+        return queued
+
+    def _on_batch_delivery(self, err: Any, msg: Any) -> None:
+        if err is None:
+            self.delivered += 1
+            return
+        self.failed += 1
+        record = ProducerRecord(msg.topic(), msg.value(), msg.key(), msg.headers(), msg.partition())
+        error = from_kafka_error(
+            err,
+            context=f"delivery to {record.topic!r}",
+            record=record,
+            transactional=self._transactional,
+        )
+        if error.code in _unknown_partition_codes():
+            self._router.invalidate(record.topic)
+        with self._lock:
+            self._failures.append(error)
+
     def poll(self, timeout: float = 0.0) -> int:
         """Serve delivery callbacks.
 

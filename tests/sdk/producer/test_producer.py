@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sdk.errors import ClosedError, ConfigurationError
+from sdk.errors import ClosedError, ConfigurationError, DeliveryError
 from sdk.producer import Producer, ProducerRecord, ProducerState, RecordMetadata
 from tests.sdk.producer._support import profile, read_all
 
@@ -190,3 +190,23 @@ def test_exactly_once_send_outside_a_transaction_is_explained(
         with pytest.raises(TransactionError, match="only inside a transaction") as info:
             producer.send(topic, b"v")
         assert info.value.record.value == b"v"
+
+
+def test_send_batch_counts_and_reports_failures_at_flush(
+    kafka_cluster: Any, make_topic: Any
+) -> None:
+    bs = kafka_cluster.bootstrap_servers
+    ok_topic = make_topic(2)
+    small_topic = make_topic(1, config={"max.message.bytes": "2000"})
+    with Producer(profile(bs), value_serializer="str") as producer:
+        n = producer.send_batch(ProducerRecord(ok_topic, str(i)) for i in range(5000))
+        assert n == 5000
+        producer.flush(60)
+        assert producer.delivered == 5000
+        producer.send_batch([ProducerRecord(small_topic, "z" * 10_000)])
+        with pytest.raises(DeliveryError) as info:
+            producer.flush(30)
+    (failure,) = info.value.failures
+    assert failure.record.topic == small_topic
+    assert failure.record.value == b"z" * 10_000  # its serialized form: nothing lost
+    assert sorted(int(m.value()) for m in read_all(bs, ok_topic, 5000)) == list(range(5000))
