@@ -31,6 +31,8 @@ BEGIN, END = "<!-- GENERATED:BEGIN -->", "<!-- GENERATED:END -->"
 TARGETS: list[tuple[str, str, str, float | None]] = [
     ("producer", "SDK at_least_once", "raw confluent-kafka (alo settings)", 0.95),
     ("producer", "SDK at_least_once send_many", "raw confluent-kafka (alo settings)", 0.95),
+    ("producer", "SDK at_least_once send_batch", "raw confluent-kafka (alo settings)", 0.95),
+    ("producer", "SDK at_least_once send_batch", "kafka-python", 10.0),
     ("producer", "SDK at_least_once", "kafka-python", 10.0),
     ("producer", "SDK at_most_once", "raw confluent-kafka (alo settings)", None),
     ("producer", "SDK exactly_once (one transaction)", "raw confluent-kafka (alo settings)", None),
@@ -62,6 +64,10 @@ def _cases(args: argparse.Namespace, bs: str, size: int) -> list[tuple[str, Call
             (
                 "SDK alo send_many",
                 lambda: _producers.sdk_producer(bs, data, size, "at_least_once", "send_many"),
+            ),
+            (
+                "SDK alo send_batch",
+                lambda: _producers.sdk_producer(bs, data, size, "at_least_once", "send_batch"),
             ),
             ("SDK amo send", lambda: _producers.sdk_producer(bs, data, size, "at_most_once")),
             ("SDK eos send", lambda: _producers.sdk_producer(bs, data, size, "exactly_once")),
