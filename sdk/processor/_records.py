@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -14,6 +15,8 @@ __all__ = [
     "ProcessorState",
     "ProcessorStats",
 ]
+
+_log = logging.getLogger("sdk.processor")
 
 
 @dataclass(frozen=True)
@@ -100,7 +103,8 @@ class ProcessorStats:
     events: list[str] = field(default_factory=list)
 
     def note(self, event: str) -> None:
-        """Append a short event line (kept to the last 1000)."""
+        """Append a short event line (kept to the last 1000) and log it (``sdk.processor``)."""
+        _log.info("%s", event, extra={"processor_event": event})
         self.events.append(event)
         if len(self.events) > 1000:
             del self.events[:100]

@@ -250,6 +250,8 @@ def test_aborted_transaction_is_recorded_and_no_secret_leaks(
     boom = [s for s in otel.spans(f"process {src}") if s.attributes.get("error.type")]
     assert [s.attributes["error.type"] for s in boom] == ["HandlerError"]
     assert any(r.getMessage().startswith("transaction aborted") for r in caplog.records)
+    processor_logs = [r.getMessage() for r in caplog.records if r.name == "sdk.processor"]
+    assert any(m.startswith("handler failed, stopping") for m in processor_logs), processor_logs
     print("\n" + render_tree(otel.spans(), sent["boom"].trace_id))
 
     # the secret is nowhere: spans (attributes, events), metric attributes, log records
