@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,7 @@ __all__ = [
     "admin_config",
     "committed_offsets",
     "explain_ranges",
+    "fetch_committed",
     "plan_ranges",
     "transactional_id_for",
 ]
@@ -90,10 +92,50 @@ def _partitions(admin: Any, topics: Sequence[str], timeout: float) -> list[tuple
     return out
 
 
+_COORDINATOR_CODES = (
+    "NOT_COORDINATOR",
+    "COORDINATOR_LOAD_IN_PROGRESS",
+    "COORDINATOR_NOT_AVAILABLE",
+    "UNSTABLE_OFFSET_COMMIT",
+    "_TIMED_OUT",
+    "REQUEST_TIMED_OUT",
+    "_TRANSPORT",
+    "_WAIT_COORD",
+)
+
+
+def fetch_committed(client: Any, partitions: list[Any], timeout: float, context: str) -> Any:
+    """``client.committed(partitions)``, retried while the group coordinator is not ready.
+
+    librdkafka reports NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS from ``committed()``
+    without marking them retriable (seen on a fresh Kafka 4.3.1 cluster, where the offsets
+    topic is still loading), and UNSTABLE_OFFSET_COMMIT while a transaction that commits
+    offsets is pending (require_stable); all of them are retried for up to ``timeout`` seconds.
+
+    Raises:
+        KafkaClientError: Another error, or the coordinator did not answer in time.
+    """
+    from confluent_kafka import KafkaError, KafkaException
+
+    codes = {getattr(KafkaError, name) for name in _COORDINATOR_CODES if hasattr(KafkaError, name)}
+    deadline = time.monotonic() + timeout
+    wait = 0.1
+    while True:
+        try:
+            return client.committed(partitions, max(1.0, min(10.0, deadline - time.monotonic())))
+        except KafkaException as exc:
+            err = exc.args[0]
+            again = err.code() in codes or (err.retriable() and not err.fatal())
+            if not again or time.monotonic() + wait >= deadline:
+                raise from_kafka_error(err, context=context) from exc
+            time.sleep(wait)
+            wait = min(1.0, wait * 2)
+
+
 def committed_offsets(
     consumer: ConsumerProfile,
     partitions: Sequence[tuple[str, int]],
-    timeout: float = 30.0,
+    timeout: float = 60.0,
     *,
     consumer_factory: Any = None,
 ) -> dict[tuple[str, int], int]:
@@ -114,9 +156,6 @@ def committed_offsets(
     """
     from confluent_kafka import Consumer, TopicPartition
 
-    from sdk.processor import ProcessorStats
-    from sdk.processor._kafka_calls import call_kafka
-
     config: dict[str, Any] = dict(admin_config(consumer))
     config.update(
         {
@@ -128,11 +167,8 @@ def committed_offsets(
     client = (consumer_factory or Consumer)(config)
     try:
         tps = [TopicPartition(t, p) for t, p in partitions]
-        got = call_kafka(
-            lambda: client.committed(tps, timeout),
-            context=f"committed offsets of group {consumer.group_id}",
-            stats=ProcessorStats(),
-            transactional=False,
+        got = fetch_committed(
+            client, tps, timeout, f"committed offsets of group {consumer.group_id}"
         )
     finally:
         client.close()

@@ -30,12 +30,12 @@ from sdk.errors import ConfigurationError, KafkaClientError, from_kafka_error
 from sdk.processor import OutputRecord, ProcessorStats
 from sdk.processor._kafka_calls import (
     TransactionalProducer,
-    call_kafka,
     default_consumer,
     default_producer,
 )
 from sdk.profiles import Guarantee, ProducerProfile
 from sdk.profiles._base import ProfileModel
+from spark_integration._ranges import fetch_committed
 
 __all__ = [
     "ExactlyOnceStreamingSink",
@@ -66,6 +66,12 @@ class StreamingSinkConfig(ProfileModel):
             grown with ``create_partitions`` when a batch has more slices).
         progress_group: Group holding the markers (default ``<sink_name>.progress``).
         chunk_size: Rows per transform call.
+        slices: Slices (Spark partitions, transactions) per batch when ``slice_columns`` is set.
+        slice_columns: Columns whose hash decides a row's slice (``repartition(slices,
+            *slice_columns)``, deterministic for the same rows). The default fits Spark's Kafka
+            source. Empty: keep the batch DataFrame's own partitioning, which then must put the
+            same rows in the same partition index on every replay (Spark's Kafka source does
+            *not*: its partition order can change after a restart from the checkpoint).
     """
 
     sink_name: str = Field(min_length=1, max_length=100)
@@ -73,6 +79,8 @@ class StreamingSinkConfig(ProfileModel):
     progress_topic: str = Field(min_length=1)
     progress_group: str | None = None
     chunk_size: int = Field(default=500, ge=1)
+    slices: int = Field(default=4, ge=1, le=10_000)
+    slice_columns: tuple[str, ...] = ("topic", "partition")
 
     @model_validator(mode="after")
     def _consistent(self) -> StreamingSinkConfig:
@@ -173,11 +181,8 @@ def write_slice(
     tp = TopicPartition(config.progress_topic, slice_index)
     try:
         txn.start()  # 1. fence every older attempt of this slice
-        got = call_kafka(  # 2. then read the marker
-            lambda: consumer.committed([tp], timeout_s),
-            context=f"batch marker {config.progress_topic}[{slice_index}]",
-            stats=stats,
-            transactional=False,
+        got = fetch_committed(  # 2. then read the marker
+            consumer, [tp], 60.0, f"batch marker {config.progress_topic}[{slice_index}]"
         )
         marker = got[0].offset if got else -1
         if marker >= batch_id + 1:
@@ -278,7 +283,7 @@ class ExactlyOnceStreamingSink:
                 run that committed part of it (the batch is not deterministic).
             Exception: A slice failed more often than Spark retries a task.
         """
-        rdd = batch_df.rdd
+        rdd = self._sliced(batch_df).rdd
         slices = rdd.getNumPartitions()
         if slices == 0:
             return
@@ -299,6 +304,24 @@ class ExactlyOnceStreamingSink:
         results: list[SliceResult] = rdd.mapPartitionsWithIndex(run).collect()
         self.history.append(results)
         del self.history[:-100]
+
+    def _sliced(self, batch_df: Any) -> Any:
+        """Hash-partition the batch by ``slice_columns`` (deterministic for the same rows).
+
+        Raises:
+            ConfigurationError: A slice column is not a column of the batch.
+        """
+        columns = self.config.slice_columns
+        if not columns:
+            return batch_df
+        missing = [c for c in columns if c not in batch_df.columns]
+        if missing:
+            raise ConfigurationError(
+                f"slice_columns: {missing} not in the batch's columns {batch_df.columns}; name "
+                "columns that exist, or () to keep the batch's own (deterministic) partitioning",
+                field="slice_columns",
+            )
+        return batch_df.repartition(self.config.slices, *columns)
 
     def _prepare(self, batch_id: int, slices: int) -> None:
         """Grow the progress topic to ``slices`` partitions; refuse a changed slice count.
@@ -347,8 +370,6 @@ class ExactlyOnceStreamingSink:
     def _check_replay(self, batch_id: int, slices: int) -> None:
         from confluent_kafka import Consumer, TopicPartition
 
-        from sdk.processor import ProcessorStats
-
         client = Consumer(
             {
                 "bootstrap.servers": self.config.producer.bootstrap_servers,
@@ -360,12 +381,7 @@ class ExactlyOnceStreamingSink:
         topic = self.config.progress_topic
         try:
             tps = [TopicPartition(topic, i) for i in range(slices)]
-            got = call_kafka(
-                lambda: client.committed(tps, 30),
-                context=f"batch markers of {self.config.group}",
-                stats=ProcessorStats(),
-                transactional=False,
-            )
+            got = fetch_committed(client, tps, 60.0, f"batch markers of {self.config.group}")
         finally:
             client.close()
         for tp in got:

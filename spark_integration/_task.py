@@ -33,12 +33,11 @@ from sdk.processor import OutputRecord, ProcessorStats
 from sdk.processor._failure import HandlerRunner, dead_letter
 from sdk.processor._kafka_calls import (
     TransactionalProducer,
-    call_kafka,
     default_consumer,
     default_producer,
 )
 from spark_integration._config import BatchJobConfig
-from spark_integration._ranges import PartitionRange
+from spark_integration._ranges import PartitionRange, fetch_committed
 
 __all__ = ["RangeResult", "RecordTransform", "run_range"]
 
@@ -152,11 +151,8 @@ class _RangeTask:
 
         tp = TopicPartition(self.rng.topic, self.rng.partition)
         consumer = self.consumer
-        got = call_kafka(
-            lambda: consumer.committed([tp], self.timeout_s),
-            context=f"committed {self.rng.topic}[{self.rng.partition}]",
-            stats=self.stats,
-            transactional=False,
+        got = fetch_committed(
+            consumer, [tp], 60.0, f"committed {self.rng.topic}[{self.rng.partition}]"
         )
         offset = got[0].offset if got and got[0].offset >= 0 else -1
         return max(offset, self.rng.start)

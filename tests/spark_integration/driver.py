@@ -29,6 +29,7 @@ def _rules(a: dict[str, Any]) -> FaultRules:
         block_at=a.get("block_at"),
         block_dir=a.get("block_dir"),
         block_partitions=a.get("block_partitions"),
+        block_after=a.get("block_after", 0),
     )
 
 

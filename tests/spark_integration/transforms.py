@@ -29,7 +29,8 @@ def _ctx() -> tuple[int, int, int]:
 
 class FaultRules:
     """Fail attempt 0 of the tasks of ``fail_partitions`` after ``fail_after`` records of that
-    attempt; optionally block (any attempt) once a record at offset >= ``block_at`` is seen,
+    attempt; optionally block (any attempt) once a record at offset >= ``block_at`` is seen
+    (and more than ``block_after`` records by the attempt, in ``block_partitions`` if given),
     after touching ``<block_dir>/blocked-<partition>`` (the test then SIGKILLs the driver)."""
 
     def __init__(
@@ -39,11 +40,13 @@ class FaultRules:
         block_at: int | None = None,
         block_dir: str | None = None,
         block_partitions: Iterable[int] | None = None,
+        block_after: int = 0,
     ) -> None:
         self.fail_partitions = frozenset(fail_partitions)
         self.fail_after = fail_after
         self.block_at = block_at
         self.block_dir = block_dir
+        self.block_after = block_after
         self.block_partitions = None if block_partitions is None else frozenset(block_partitions)
 
     def check(self, partition: int, offset: int) -> None:
@@ -52,6 +55,7 @@ class FaultRules:
         if key[2] == 0 and partition in self.fail_partitions and _seen[key] > self.fail_after:
             raise InjectedFailure(f"injected: partition {partition} attempt 0 at offset {offset}")
         blocks = self.block_partitions is None or partition in self.block_partitions
+        blocks = blocks and _seen[key] > self.block_after
         if self.block_at is not None and offset >= self.block_at and self.block_dir and blocks:
             Path(self.block_dir, f"blocked-{partition}").touch()
             time.sleep(3600)
