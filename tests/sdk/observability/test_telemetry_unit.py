@@ -293,3 +293,40 @@ def test_get_logger_refuses_names_outside_sdk() -> None:
 
 def test_default_is_one_instance() -> None:
     assert Telemetry.default() is Telemetry.default()
+
+
+def test_metrics_only_sdk_counts_without_spans_and_still_carries_context() -> None:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.trace import NoOpTracerProvider
+
+    reader = InMemoryMetricReader()
+    tel = Telemetry(tracer_provider=NoOpTracerProvider(), meter_provider=MeterProvider([reader]))
+    assert not tel.tracing_enabled() and tel.metrics_enabled()
+    with tel.process_span("in", 1, 7, headers=[("traceparent", TP.encode()), ("x", b"1")]) as span:
+        with tel.send_span("out", 0):
+            headers = tel.inject([("traceparent", b"stale")])
+        assert not span.get_span_context().is_valid
+    with pytest.raises(ValueError), tel.process_span("in", 1, 8):
+        raise ValueError
+    with pytest.raises(ValueError), tel.send_span("out", 0):
+        raise ValueError
+    assert headers == [("traceparent", TP.encode())]  # the input's, copied as-is
+    assert tel.inject([("a", b"1")]) == [("a", b"1")]  # outside: nothing to carry
+    otel = Otel(tel, None, reader, None)  # type: ignore[arg-type]
+    assert otel.total("messaging.client.sent.messages") == 1  # the failed send is not counted
+    assert otel.total("messaging.process.duration", {"error.type": "ValueError"}) == 1
+    assert otel.total("messaging.client.consumed.messages") == 2
+
+
+def test_tracing_only_sdk_leaves_instruments_alone() -> None:
+    from opentelemetry.metrics import NoOpMeterProvider
+
+    otel = make_otel()
+    tel = Telemetry(tracer_provider=otel.tracer_provider, meter_provider=NoOpMeterProvider())
+    assert tel.tracing_enabled() and not tel.metrics_enabled()
+    with tel.process_span("in", 0, 1), tel.send_span("out"):
+        pass
+    tx = tel.start_transaction("t")
+    tx.end("committed")
+    assert sorted(s.name for s in otel.spans()) == ["kafka.transaction", "process in", "send out"]
