@@ -117,6 +117,7 @@ class Consumer:
         self._callback_error: BaseException | None = None
         self._last_client_error: KafkaClientError | None = None
         self._assigned_at: float | None = None
+        self._assigned: set[tuple[str, int]] = set()
         self._in_flight = 0
         self._offsets = OffsetKeeper(profile.guarantee, self.stats)
 
@@ -125,6 +126,11 @@ class Consumer:
     def state(self) -> ConsumerState:
         """Where the consumer is in its lifecycle."""
         return self._state
+
+    @property
+    def assignment(self) -> list[tuple[str, int]]:
+        """The ``(topic, partition)`` pairs this member owns now, sorted (thread-safe read)."""
+        return sorted(set(self._assigned))
 
     @property
     def config(self) -> dict[str, Any]:
@@ -197,8 +203,8 @@ class Consumer:
             client.subscribe(
                 self.topics,
                 on_assign=self._on_assign,
-                on_revoke=self._offsets.on_revoke,
-                on_lost=self._offsets.on_lost,
+                on_revoke=self._on_revoke,
+                on_lost=self._on_lost,
             )
             self._client = client
             self._state = ConsumerState.OPEN
@@ -449,6 +455,15 @@ class Consumer:
     # ------------------------------------------------------------------ callbacks
     def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
         self._assigned_at = time.monotonic()  # idle_timeout counts from here
+        self._assigned |= {(tp.topic, tp.partition) for tp in partitions}
+
+    def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
+        self._offsets.on_revoke(consumer, partitions)  # commits what was handled first
+        self._assigned -= {(tp.topic, tp.partition) for tp in partitions}
+
+    def _on_lost(self, consumer: Any, partitions: list[Any]) -> None:
+        self._offsets.on_lost(consumer, partitions)
+        self._assigned -= {(tp.topic, tp.partition) for tp in partitions}
 
     def _on_client_error(self, kafka_error: Any) -> None:
         error = translate(kafka_error, "consumer")
