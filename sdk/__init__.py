@@ -4,7 +4,11 @@ The SDK wraps confluent-kafka (by composition) and fixes every librdkafka settin
 and transaction step that a guarantee (at-most-once, at-least-once, exactly-once) needs.
 """
 
+import logging
+
 from sdk.errors import SdkError
+
+logging.getLogger("sdk").addHandler(logging.NullHandler())  # the application configures logging
 
 __version__ = "0.1.0"
 

@@ -107,7 +107,10 @@ def test_abortable_error_aborts_rewinds_and_continues(
     )
     print("\n".join(s.events[:8]))
     assert poisoned["done"]
-    assert s.abortable_recoveries == 1 and s.rewinds >= 1 and s.producer_recreations <= 1
+    # The sequence gap librdkafka keeps after the refused record either makes the next commit
+    # fail too (a second abortable recovery) or is cleared by a producer recreation: a race.
+    assert s.abortable_recoveries >= 1 and s.rewinds >= 1
+    assert s.producer_recreations == 1 or s.abortable_recoveries == 2, s.events
     v = verify(bs, dst, 4, n)
     assert (v.count, v.duplicates, v.missing, v.order_violations) == (n, 0, 0, 0)
 
