@@ -9,6 +9,7 @@
 """
 
 from spark_integration._batch import BatchJobResult, ExactlyOnceBatchJob, check_spark_conf
+from spark_integration._columnar import ColumnarTransform, batch_transform, records_to_columns
 from spark_integration._config import BatchJobConfig
 from spark_integration._native import (
     kafka_source_options,
@@ -36,6 +37,7 @@ from spark_integration._task import RangeResult, RecordTransform, run_range
 __all__ = [
     "BatchJobConfig",
     "BatchJobResult",
+    "ColumnarTransform",
     "ExactlyOnceBatchJob",
     "ExactlyOnceStreamingSink",
     "PartitionRange",
@@ -45,6 +47,7 @@ __all__ = [
     "RowTransform",
     "SliceResult",
     "StreamingSinkConfig",
+    "batch_transform",
     "check_spark_conf",
     "explain_ranges",
     "format_progress",
@@ -54,6 +57,7 @@ __all__ = [
     "plan_ranges",
     "read_kafka",
     "read_kafka_stream",
+    "records_to_columns",
     "run_range",
     "transactional_id_for",
     "write_slice",

@@ -239,3 +239,28 @@ def test_long_transactions_commit_early() -> None:
     result = _run(world, config, slow)
     assert result.transactions > 1  # 10 transform calls of 60 ms, limit 100 ms
     assert [int(v) for v in world.output] == list(range(100))
+
+
+def test_columnar_batch_transform_runs_once_per_chunk() -> None:
+    from spark_integration import batch_transform
+
+    calls: list[int] = []
+
+    def double(batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        calls.append(len(batch["value"]))
+        assert set(batch) == {"topic", "partition", "offset", "timestamp", "key", "value"}
+        return {"value": [v + b"!" for v in batch["value"]], "key": batch["key"]}
+
+    world = World(offsets=GAPPY, end=100)
+    _run(world, transform=batch_transform(double, batch_format="columns", output_topic="out"))
+    assert [int(v[:-1]) for v in world.output] == GAPPY
+    assert calls and max(calls) == 10  # consumer batch_size rows per call
+
+
+def test_columnar_format_is_checked() -> None:
+    from sdk.errors import ConfigurationError
+    from spark_integration import batch_transform
+
+    with pytest.raises(ConfigurationError) as info:
+        batch_transform(lambda t: t, batch_format="polars")
+    assert "arrow, columns, pandas" in str(info.value)
