@@ -8,7 +8,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from types import TracebackType
 from typing import Any
 
 from sdk.consumer._commits import OffsetKeeper
@@ -140,17 +139,12 @@ class Consumer:
     def __enter__(self) -> Consumer:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc is None:
+    def __exit__(self, *exc_info: object) -> None:
+        try:
             self.close()
-            return
-        with suppress(SdkError):  # an error is propagating: commit what we can, don't mask it
-            self.close()
+        except SdkError:
+            if exc_info[1] is None:
+                raise  # a failed final commit is reported, unless it would mask another error
 
     def stop(self) -> None:
         """Make the current (or next) run return soon; thread- and signal-safe.
