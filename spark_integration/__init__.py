@@ -30,6 +30,7 @@ from spark_integration._streaming import (
     RowTransform,
     SliceResult,
     StreamingSinkConfig,
+    slice_of,
     write_slice,
 )
 from spark_integration._task import RangeResult, RecordTransform, run_range
@@ -59,6 +60,7 @@ __all__ = [
     "read_kafka_stream",
     "records_to_columns",
     "run_range",
+    "slice_of",
     "transactional_id_for",
     "write_slice",
 ]

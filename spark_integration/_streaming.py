@@ -20,6 +20,7 @@ import contextlib
 import json
 import re
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -42,6 +43,7 @@ __all__ = [
     "RowTransform",
     "SliceResult",
     "StreamingSinkConfig",
+    "slice_of",
     "write_slice",
 ]
 
@@ -67,8 +69,8 @@ class StreamingSinkConfig(ProfileModel):
         progress_group: Group holding the markers (default ``<sink_name>.progress``).
         chunk_size: Rows per transform call.
         slices: Slices (Spark partitions, transactions) per batch when ``slice_columns`` is set.
-        slice_columns: Columns whose hash decides a row's slice (``repartition(slices,
-            *slice_columns)``, deterministic for the same rows). The default fits Spark's Kafka
+        slice_columns: Columns whose values decide a row's slice (:func:`slice_of`,
+            deterministic for the same rows). The default fits Spark's Kafka
             source. Empty: keep the batch DataFrame's own partitioning, which then must put the
             same rows in the same partition index on every replay (Spark's Kafka source does
             *not*: its partition order can change after a restart from the checkpoint).
@@ -127,6 +129,22 @@ class SliceResult:
     skipped: bool
     records_out: int = 0
     attempt: int = -1
+
+
+def slice_of(values: tuple[Any, ...], slices: int) -> int:
+    """The slice of a row from its slice-column values: deterministic in every process.
+
+    Integers add as themselves, anything else as the CRC-32 of its ``str`` (Python's ``hash``
+    of a str differs between processes). With ``("topic", "partition")`` the partitions of one
+    topic go round-robin over the slices.
+    """
+    total = 0
+    for value in values:
+        if isinstance(value, int) and not isinstance(value, bool):
+            total += value
+        else:
+            total += zlib.crc32(str(value).encode())
+    return total % slices
 
 
 def _marker_metadata(slices: int) -> str:
@@ -283,7 +301,7 @@ class ExactlyOnceStreamingSink:
                 run that committed part of it (the batch is not deterministic).
             Exception: A slice failed more often than Spark retries a task.
         """
-        rdd = self._sliced(batch_df).rdd
+        rdd = self._sliced(batch_df)
         slices = rdd.getNumPartitions()
         if slices == 0:
             return
@@ -306,14 +324,14 @@ class ExactlyOnceStreamingSink:
         del self.history[:-100]
 
     def _sliced(self, batch_df: Any) -> Any:
-        """Hash-partition the batch by ``slice_columns`` (deterministic for the same rows).
+        """Partition the batch's rows into ``slices`` by :func:`slice_of` their slice columns.
 
         Raises:
             ConfigurationError: A slice column is not a column of the batch.
         """
         columns = self.config.slice_columns
         if not columns:
-            return batch_df
+            return batch_df.rdd
         missing = [c for c in columns if c not in batch_df.columns]
         if missing:
             raise ConfigurationError(
@@ -321,7 +339,12 @@ class ExactlyOnceStreamingSink:
                 "columns that exist, or () to keep the batch's own (deterministic) partitioning",
                 field="slice_columns",
             )
-        return batch_df.repartition(self.config.slices, *columns)
+        n = self.config.slices
+
+        def keyed(row: Any) -> tuple[int, Any]:
+            return slice_of(tuple(row[c] for c in columns), n), row
+
+        return batch_df.rdd.map(keyed).partitionBy(n, lambda k: k).values()
 
     def _prepare(self, batch_id: int, slices: int) -> None:
         """Grow the progress topic to ``slices`` partitions; refuse a changed slice count.

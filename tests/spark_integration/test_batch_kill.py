@@ -103,7 +103,7 @@ def test_batch_job_exactly_once_under_task_failures_and_a_driver_kill(
         "--isolation-level",
         "read_committed",
         "--timeout-ms",
-        "10000",
+        "5000",
         timeout=120,
     )
     values = [line.strip() for line in text.splitlines() if line.strip().isdigit()]

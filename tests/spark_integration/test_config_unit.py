@@ -156,3 +156,12 @@ def test_connector_candidates() -> None:
     assert connector_candidates("4.3.0") == ["4.3.0", "4.2.0", "4.1.0", "4.0.0"]
     assert connector_candidates("3.5.1") == ["3.5.1", "3.4.0", "3.3.0", "3.2.0", "3.1.0", "3.0.0"]
     assert connector_candidates("dev") == ["dev"]
+
+
+def test_slice_of_is_deterministic_and_spreads_partitions() -> None:
+    from spark_integration import slice_of
+
+    slices = [slice_of(("orders", p), 4) for p in range(8)]
+    assert sorted(slices[:4]) == [0, 1, 2, 3]  # one topic's partitions go round-robin
+    assert slices == [slice_of(("orders", p), 4) for p in range(8)]
+    assert slice_of(("orders", 1), 4) == (slice_of(("orders", 0), 4) + 1) % 4
