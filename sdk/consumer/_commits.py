@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from contextlib import suppress
 from typing import Any
 
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
 from sdk.consumer._kafka import call_kafka, translate
 from sdk.consumer._offsets import AckTracker
 from sdk.consumer._records import ConsumerStats
@@ -20,8 +22,6 @@ _log = logging.getLogger("sdk.consumer")
 
 def next_offsets(messages: Iterable[Any]) -> list[Any]:
     """The next offset to read per partition after ``messages``, sorted, as TopicPartitions."""
-    from confluent_kafka import TopicPartition
-
     last: dict[tuple[str, int], int] = {}
     for m in messages:
         last[(m.topic(), m.partition())] = m.offset() + 1
@@ -35,8 +35,6 @@ def _check_partitions(result: Any, context: str) -> None:
 
 
 def _rebalance_codes() -> frozenset[int]:
-    from confluent_kafka import KafkaError
-
     return frozenset(
         (
             KafkaError.ILLEGAL_GENERATION,
@@ -49,8 +47,6 @@ def _rebalance_codes() -> frozenset[int]:
 
 
 def _rewind(client: Any, messages: Iterable[Any]) -> None:
-    from confluent_kafka import KafkaException, TopicPartition
-
     first: dict[tuple[str, int], int] = {}
     for m in messages:
         first.setdefault((m.topic(), m.partition()), m.offset())
@@ -131,8 +127,6 @@ class OffsetKeeper:
         Raises:
             KafkaClientError: Storing failed.
         """
-        from confluent_kafka import TopicPartition
-
         if not self._alo:
             return  # at_most_once committed before yielding
         try:
@@ -144,8 +138,6 @@ class OffsetKeeper:
             self._store(client, [TopicPartition(topic, partition, next_offset)])
 
     def _store(self, client: Any, offsets: list[Any]) -> None:
-        from confluent_kafka import KafkaError
-
         try:
             call_kafka(
                 lambda: client.store_offsets(offsets=offsets), context="store_offsets", commit=True
@@ -165,8 +157,6 @@ class OffsetKeeper:
         Raises:
             KafkaClientError: The commit failed (CommitError unless more specific).
         """
-        from confluent_kafka import KafkaError
-
         if not self._alo:
             return
         try:

@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from typing import Any
+from typing import Any, Literal
 
 from sdk.consumer._commits import OffsetKeeper
 from sdk.consumer._failure import FailurePath
@@ -29,6 +29,7 @@ from sdk.errors import (
     SdkError,
     UnknownTopicError,
 )
+from sdk.observability import Telemetry
 from sdk.profiles import ConsumerProfile, Guarantee
 from sdk.serialization import Deserializer
 
@@ -70,6 +71,10 @@ class Consumer:
         poll_timeout_s: Longest wait of one poll; bounds how late :meth:`stop` is noticed.
         client_factory: Builds the client from the rendered config (default
             ``confluent_kafka.Consumer``).
+        telemetry: OpenTelemetry hooks (a ``process <topic>`` span per record or batch,
+            parented to the producer's trace context from the headers; rebalance, retry and
+            dead-letter metrics). None uses ``Telemetry.default()`` (records nothing until the
+            application installs an SDK; checked once per polled batch); False: none.
 
     Raises:
         ConfigurationError: An ``exactly_once`` profile (use :class:`sdk.processor.Processor`),
@@ -87,6 +92,7 @@ class Consumer:
         dead_letter_producer_config: Mapping[str, Any] | None = None,
         poll_timeout_s: float = 0.2,
         client_factory: Callable[[dict[str, Any]], Any] | None = None,
+        telemetry: Telemetry | Literal[False] | None = None,
     ) -> None:
         if profile.guarantee is Guarantee.EXACTLY_ONCE:
             raise ConfigurationError(
@@ -119,6 +125,10 @@ class Consumer:
         self._assigned: set[tuple[str, int]] = set()
         self._in_flight = 0
         self._offsets = OffsetKeeper(profile.guarantee, self.stats)
+        self._telemetry: Telemetry | None = (
+            None if telemetry is False else (telemetry or Telemetry.default())
+        )
+        self._failure.telemetry = self._telemetry
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -410,14 +420,34 @@ class Consumer:
             _log.warning("%s", error)
         return out
 
+    def _observed(self) -> Telemetry | None:
+        tel = self._telemetry
+        if tel is not None and (tel.tracing_enabled() or tel.metrics_enabled()):
+            return tel
+        return None
+
     def _handle_each(self, handler: Callable[[ConsumerRecord], Any], messages: list[Any]) -> None:
+        tel = self._observed()
         for message in messages:
             if self._stop.is_set() and self.guarantee is _ALO:
                 return  # not stored: read again by the next run or the next owner
-            record = self._failure.decode(message)
-            if record is not None:
-                self._failure.handle(handler, record, [message])
-            self._done([message])
+            if tel is None:
+                record = self._failure.decode(message)
+                if record is not None:
+                    self._failure.handle(handler, record, [message])
+            else:
+                with tel.process_span(
+                    message.topic(),
+                    message.partition(),
+                    message.offset(),
+                    message.key(),
+                    self.profile.group_id,
+                    message.headers(),
+                ):
+                    record = self._failure.decode(message)
+                    if record is not None:
+                        self._failure.handle(handler, record, [message])
+            self._done([message])  # stored per record: the commit timer sees every step
 
     def _handle_batch(
         self, handler: Callable[[list[ConsumerRecord]], Any], messages: list[Any]
@@ -437,7 +467,12 @@ class Consumer:
             self._failure.decode(message)  # applies the failure policy to the poison pill
             self._done([message])
         if records:
-            self._failure.handle(handler, records, taken)
+            tel = self._observed()
+            if tel is None:
+                self._failure.handle(handler, records, taken)
+            else:
+                with tel.batch_process_span(taken, self.profile.group_id):
+                    self._failure.handle(handler, records, taken)
             self._done(taken)
 
     def _done(self, messages: list[Any]) -> None:
@@ -450,14 +485,20 @@ class Consumer:
     def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
         self._assigned_at = time.monotonic()  # idle_timeout counts from here
         self._assigned |= {(tp.topic, tp.partition) for tp in partitions}
+        if self._telemetry is not None:
+            self._telemetry.rebalance("assigned", len(partitions))
 
     def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
         self._offsets.on_revoke(consumer, partitions)  # commits what was handled first
         self._assigned -= {(tp.topic, tp.partition) for tp in partitions}
+        if self._telemetry is not None:
+            self._telemetry.rebalance("revoked", len(partitions))
 
     def _on_lost(self, consumer: Any, partitions: list[Any]) -> None:
         self._offsets.on_lost(consumer, partitions)
         self._assigned -= {(tp.topic, tp.partition) for tp in partitions}
+        if self._telemetry is not None:
+            self._telemetry.rebalance("lost", len(partitions))
 
     def _on_client_error(self, kafka_error: Any) -> None:
         error = translate(kafka_error, "consumer")

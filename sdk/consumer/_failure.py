@@ -8,7 +8,8 @@ from typing import Any
 
 from sdk.consumer._records import ConsumerRecord, ConsumerStats, headers_of
 from sdk.errors import ConfigurationError, HandlerError, SdkError, SerializationError
-from sdk.processor._failure import HandlerRunner, dead_letter
+from sdk.observability import Telemetry
+from sdk.processor import HandlerRunner, dead_letter
 from sdk.producer import Producer, ProducerRecord
 from sdk.profiles import ConsumerProfile, Guarantee, ProducerProfile
 from sdk.serialization import Deserializer, resolve_deserializer
@@ -188,6 +189,7 @@ class FailurePath:
         self.stats = stats
         self.decoder = RecordDecoder(key_deserializer, value_deserializer)
         self._runner = HandlerRunner(profile.failure, on_retry=self._count_retry)
+        self.telemetry: Telemetry | None = None
         self.dlq: DeadLetterSink | None = None
         if profile.failure.dlq_topic:
             self.dlq = DeadLetterSink(profile, dead_letter_producer_config)
@@ -232,6 +234,8 @@ class FailurePath:
 
     def _count_retry(self) -> None:
         self.stats.retries += 1
+        if self.telemetry is not None:
+            self.telemetry.retry("handler")
 
     def _fail(self, error: SdkError, messages: list[Any], *, attempts: int, stage: str) -> None:
         if self.policy.on_failure == "stop" or self.dlq is None:
@@ -240,6 +244,12 @@ class FailurePath:
         for message in messages:
             self.dlq.send(message, error, attempts=attempts, stage=stage)
             self.stats.dead_lettered += 1
+            if self.telemetry is not None:
+                self.telemetry.dead_lettered(
+                    message.topic(),
+                    self.policy.dlq_topic or "",
+                    error_type=type(error).__name__,
+                )
 
     def close(self) -> None:
         """Flush and release the dead-letter producer.

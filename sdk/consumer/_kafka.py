@@ -6,6 +6,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from confluent_kafka import KafkaException
+
 from sdk.errors import CommitError, KafkaClientError, from_kafka_error
 
 __all__ = ["call_kafka", "translate"]
@@ -46,8 +48,6 @@ def call_kafka(fn: Callable[[], T], *, context: str, commit: bool = False, attem
     Raises:
         KafkaClientError: The translated error (CommitError for a refused commit).
     """
-    from confluent_kafka import KafkaException
-
     for attempt in range(1, attempts + 1):
         try:
             return fn()

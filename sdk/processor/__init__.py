@@ -1,5 +1,6 @@
 """Exactly-once (or at-least/at-most-once) read-process-write loop over confluent-kafka."""
 
+from sdk.processor._failure import HandlerRunner, dead_letter
 from sdk.processor._processor import Processor
 from sdk.processor._records import (
     BatchHandler,
@@ -12,8 +13,10 @@ from sdk.processor._records import (
 __all__ = [
     "BatchHandler",
     "Handler",
+    "HandlerRunner",
     "OutputRecord",
     "Processor",
     "ProcessorState",
     "ProcessorStats",
+    "dead_letter",
 ]
