@@ -14,15 +14,12 @@ to ``<topic>-dlq`` with headers saying why — the run never skips a line silent
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
 import random
 import sqlite3
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from confluent_kafka import Consumer as RawConsumer
@@ -31,21 +28,11 @@ from sdk.consumer import Consumer, ConsumerRecord
 from sdk.producer import Producer
 from sdk.profiles import ConsumerProfile, ProducerProfile
 from sdk.testing.admin import create_topic
-from sdk.testing.cluster import LocalCluster
+from sdk.testing.backends import bootstrap_servers
 
 SERVICES = ["api", "billing", "search", "auth"]
 LEVELS = ["DEBUG", "INFO", "INFO", "INFO", "WARN", "ERROR"]
 MALFORMED = [b"{truncated", b"\xff\xfe not utf-8", b"[1, 2"]
-
-
-@contextlib.contextmanager
-def kafka() -> Iterator[str]:
-    """Yield bootstrap servers: an existing cluster, or an embedded one for the run."""
-    if os.environ.get("KAFKA_BOOTSTRAP_SERVERS"):
-        yield os.environ["KAFKA_BOOTSTRAP_SERVERS"]
-        return
-    with LocalCluster(nodes=1) as cluster:
-        yield cluster.bootstrap_servers
 
 
 def produce_logs(bootstrap: str, topic: str, lines: int) -> None:
@@ -120,7 +107,7 @@ def main() -> int:
     parser.add_argument("--lines", type=int, default=5_000)
     args = parser.parse_args()
     started = time.monotonic()
-    with kafka() as bootstrap, tempfile.TemporaryDirectory() as tmp:
+    with bootstrap_servers() as bootstrap, tempfile.TemporaryDirectory() as tmp:
         topic = f"app-logs-{time.time_ns()}"
         create_topic(bootstrap, topic, 3)
         create_topic(bootstrap, f"{topic}-dlq", 1)

@@ -14,30 +14,17 @@ exactly (acks=0 can silently drop the first records sent to a just-created topic
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import random
 import sys
 import time
-from collections.abc import Iterator
 
 from sdk.consumer import Consumer
 from sdk.producer import Producer
 from sdk.profiles import ConsumerProfile, ProducerProfile
 from sdk.testing.admin import create_topic
-from sdk.testing.cluster import LocalCluster
+from sdk.testing.backends import bootstrap_servers
 
 HOSTS = [f"web-{i}" for i in range(6)]
-
-
-@contextlib.contextmanager
-def kafka() -> Iterator[str]:
-    """Yield bootstrap servers: an existing cluster, or an embedded one for the run."""
-    if os.environ.get("KAFKA_BOOTSTRAP_SERVERS"):
-        yield os.environ["KAFKA_BOOTSTRAP_SERVERS"]
-        return
-    with LocalCluster(nodes=1) as cluster:
-        yield cluster.bootstrap_servers
 
 
 def emit(bootstrap: str, topic: str, samples: int) -> None:
@@ -55,7 +42,7 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=3_000)
     args = parser.parse_args()
     started = time.monotonic()
-    with kafka() as bootstrap:
+    with bootstrap_servers() as bootstrap:
         topic = f"metrics-{time.time_ns()}"
         create_topic(bootstrap, topic, 3)
         emit(bootstrap, topic, args.samples)
