@@ -1,8 +1,9 @@
 """An exactly-once ``foreachBatch`` sink for Structured Streaming.
 
 Spark replays a micro-batch (same batch id, same input) after a failure or a driver restart
-from the checkpoint. Each Spark partition of the batch ("slice") is written in one Kafka
-transaction whose transactional.id is stable per (sink, slice index), together with a *batch
+from the checkpoint. The batch's rows are split into slices by their slice columns
+(:func:`slice_of`); each slice is written in one Kafka transaction whose transactional.id is
+stable per (sink, slice index), together with a *batch
 marker*: the sink group's committed offset of partition ``slice`` of a small progress topic,
 set to ``batch_id + 1`` by ``send_offsets_to_transaction``. The marker commits atomically with
 the slice's output, so a replayed slice whose marker is already ``>= batch_id + 1`` is skipped.
@@ -265,12 +266,12 @@ class ExactlyOnceStreamingSink:
     ``query = df.writeStream.foreachBatch(ExactlyOnceStreamingSink(config, transform))
     .option("checkpointLocation", ...).start()``
 
-    What must be deterministic for a batch id (see docs/spark.md): the number of Spark
-    partitions of the batch DataFrame and the multiset of rows in each of them. Spark's Kafka
-    source guarantees it (a batch's offset ranges are in the checkpoint's offset log before the
-    batch runs, one partition per topic-partition range); a non-deterministic step between the
-    source and the sink (e.g. ``repartition`` with ``sortBeforeRepartition`` off, a random
-    UDF, reading a changing table) breaks it. Row order inside a slice does not matter.
+    What must be deterministic for a batch id (see docs/spark.md): the multiset of the batch's
+    rows and their slice-column values. Spark's Kafka source guarantees the rows (a batch's
+    offset ranges are in the checkpoint's offset log before the batch runs) but *not* the order
+    of its partitions after a restart, hence slicing by column values, never by Spark's
+    partition index. A random UDF or a changing table between source and sink breaks it. Row
+    order inside a slice does not matter.
 
     Args:
         config: The sink configuration.

@@ -221,8 +221,7 @@ class _RangeTask:
             sub = chunk[i : i + size]
             outputs = self._run_transform(sub)
             try:
-                for out in outputs:
-                    self._produce(out)
+                self._produce_all(outputs)
             except KafkaException as exc:
                 err = from_kafka_error(exc.args[0], context="produce", transactional=True)
                 if not (err.fatal or isinstance(err, ProducerFencedError)):
@@ -247,19 +246,22 @@ class _RangeTask:
             self._abort_quietly()
             raise
 
-    def _produce(self, out: OutputRecord) -> None:
+    def _produce_all(self, outputs: list[OutputRecord]) -> None:
+        """Produce the outputs of one transform call; serve delivery callbacks once after."""
         producer = self.txn.producer
-        kwargs: dict[str, Any] = {"value": out.value, "key": out.key}
-        if out.headers is not None:
-            kwargs["headers"] = list(out.headers)
-        if out.partition is not None:
-            kwargs["partition"] = out.partition
-        while True:
-            try:
-                producer.produce(out.topic, **kwargs)
-                break
-            except BufferError:
-                producer.poll(0.05)
+        produce = producer.produce
+        for out in outputs:
+            kwargs: dict[str, Any] = {}
+            if out.headers is not None:
+                kwargs["headers"] = list(out.headers)
+            if out.partition is not None:
+                kwargs["partition"] = out.partition
+            while True:
+                try:
+                    produce(out.topic, out.value, out.key, **kwargs)
+                    break
+                except BufferError:  # local queue full: let librdkafka send, then retry
+                    producer.poll(0.05)
         producer.poll(0)
 
     def _commit(self, offset: int, records_in: int, records_out: int) -> None:
