@@ -115,8 +115,6 @@ class _RangeTask:
         self.consumer = consumer_factory(consumer_config)
         self.runner = HandlerRunner(p.consumer.failure)
         self.result = RangeResult(rng.topic, rng.partition, rng.start, rng.start, rng.end)
-        self._committed_in = 0
-        self._committed_out = 0
         self._failures = 0
         self._last_commit = rng.start
 
