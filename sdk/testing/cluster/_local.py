@@ -52,6 +52,7 @@ class _Node:
     controller_port: int
     directory: Path
     state: NodeState = NodeState.NEW
+    extra_ports: dict[str, int] = field(default_factory=dict)
     pid: int | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
@@ -148,6 +149,10 @@ class LocalCluster:
             ``close()`` removes.
         ports: Broker listener ports, one per node; default free ports chosen at start.
         broker_config: Extra ``server.properties`` entries for every node (win over defaults).
+        extra_listeners: Additional client listeners, name -> security protocol (e.g.
+            ``{"SASL_SSL": "SASL_SSL"}``), each on a free port per node (:meth:`listener_port`,
+            :meth:`listener_bootstrap`); their ``listener.name.<name>.*`` settings go in
+            ``broker_config``. The PLAINTEXT listener stays the inter-broker one.
         heap: JVM ``-Xmx`` for each node.
         start_timeout: Seconds to wait for the cluster to become ready.
         die_with_parent: Kill the brokers if the Python process that started them dies.
@@ -165,6 +170,7 @@ class LocalCluster:
         workdir: Path | str | None = None,
         ports: list[int] | None = None,
         broker_config: Mapping[str, Any] | None = None,
+        extra_listeners: Mapping[str, str] | None = None,
         heap: str = "1g",
         start_timeout: float = 120.0,
         die_with_parent: bool = True,
@@ -183,6 +189,7 @@ class LocalCluster:
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="kafka-sem-"))
         self._ports = ports
         self._broker_config = dict(broker_config or {})
+        self._extra_listeners = dict(extra_listeners or {})
         self._heap = heap
         self._start_timeout = start_timeout
         self._die_with_parent = die_with_parent
@@ -257,6 +264,8 @@ class LocalCluster:
                 shutil.rmtree(directory)
             directory.mkdir(parents=True)
             self._nodes[node_id] = _Node(node_id, ports[index], controller_ports[index], directory)
+            extra = _free_ports(len(self._extra_listeners))
+            self._nodes[node_id].extra_ports = dict(zip(self._extra_listeners, extra, strict=True))
         voters = ",".join(
             f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self._nodes.values()
         )
@@ -295,6 +304,11 @@ class LocalCluster:
             "share.coordinator.state.topic.replication.factor": replication,
             "share.coordinator.state.topic.min.isr": min_isr,
         }
+        for name, protocol in self._extra_listeners.items():
+            address = f",{name}://127.0.0.1:{node.extra_ports[name]}"
+            config["listeners"] += address
+            config["advertised.listeners"] += address
+            config["listener.security.protocol.map"] += f",{name}:{protocol}"
         config.update(self._broker_config)
         return "".join(f"{key}={value}\n" for key, value in config.items())
 
@@ -452,6 +466,14 @@ class LocalCluster:
     def port_of(self, node_id: int) -> int:
         """Return the client listener port of a node."""
         return self._node(node_id).port
+
+    def listener_port(self, node_id: int, name: str) -> int:
+        """Return the port of a node's extra listener ``name`` (see ``extra_listeners``)."""
+        return self._node(node_id).extra_ports[name]
+
+    def listener_bootstrap(self, name: str) -> str:
+        """Comma-separated ``host:port`` of every node's extra listener ``name``."""
+        return ",".join(f"127.0.0.1:{n.extra_ports[name]}" for n in self._nodes.values())
 
     def state_of(self, node_id: int) -> NodeState:
         """Return the state of a node (STOPPED if its process has died)."""

@@ -1,0 +1,231 @@
+"""Fault injection for the reliability pipeline: brokers (via ``LocalCluster``) and processors.
+
+Every fault is made deterministic by waiting for a *state* rather than a time:
+
+* ``leader_kill``: SIGKILL the leader of input partition 0 while the source stage is producing,
+  wait for the new leader, restart the node, wait for full ISRs.
+* ``broker_bounce``: for each node in turn, clean stop (controlled shutdown) + restart, and wait
+  for full ISRs before the next node (otherwise ``min.insync.replicas=2`` would stall writes).
+* ``processor_kill``: SIGKILL processor ``a`` and start it again with the same instance id.
+* ``zombie``: (exactly_once) processor ``b``'s handler is held while its open transaction already
+  holds records (freeze file), then the process is SIGSTOPped for longer than both the
+  transaction timeout and the session timeout, then SIGCONTed. (Other guarantees: the SIGSTOP
+  happens at once; they have no transaction to hold open.)
+* ``coordinator_kill``: (exactly_once) processor ``a`` is held just before commit step 3
+  (``commit_transaction``) by a gate file; the transaction coordinator of its transactional id is
+  found with the Java Admin API (``TransactionsCommand describe``), frozen (SIGSTOP), the gate is
+  opened so the commit request goes to the frozen coordinator, and after 1 s — the commit call is
+  then blocked on a coordinator that cannot answer — the coordinator is SIGKILLed and restarted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka.admin import AdminClient
+
+from sdk.testing.cluster import LocalCluster
+from tests.sdk.processor._support import wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class ProcessorProcess:
+    """One ``python -m tests.reliability.worker`` subprocess (output to ``<name>.log``)."""
+
+    def __init__(self, tmp: Path, name: str, args: dict[str, Any]) -> None:
+        self.name = name
+        stamp = time.time_ns()
+        self.stats_path = tmp / f"{name}-{stamp}.json"
+        self.log_path = tmp / f"{name}-{stamp}.log"
+        spec = {**args, "stats": str(self.stats_path), "instance": name}
+        with self.log_path.open("wb") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "tests.reliability.worker", json.dumps(spec)],
+                cwd=ROOT,
+                env={**os.environ, "PYTHONPATH": str(ROOT)},
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+
+    def stats(self) -> dict[str, Any]:
+        """The worker's last stats dump ({} before the first)."""
+        try:
+            loaded: dict[str, Any] = json.loads(self.stats_path.read_text())
+        except (OSError, ValueError):
+            return {}
+        return loaded
+
+    def send(self, sig: signal.Signals) -> None:
+        """Send a signal (SIGSTOP/SIGCONT/SIGKILL)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+
+    def crash(self) -> None:
+        """SIGKILL and reap."""
+        self.send(signal.SIGKILL)
+        self.proc.wait(15)
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        """SIGCONT + SIGTERM (clean stop), SIGKILL after ``timeout``."""
+        self.send(signal.SIGCONT)
+        self.send(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.crash()
+
+
+@dataclass
+class FaultContext:
+    """What a fault needs: the cluster, the topics, the processors and how to log."""
+
+    cluster: LocalCluster
+    src: str
+    dst: str
+    tmp: Path
+    worker_args: dict[str, Any]
+    transactional: bool
+    stop_seconds: float
+    log: Callable[[str], None]
+    workers: dict[str, ProcessorProcess] = field(default_factory=dict)
+    retired: list[ProcessorProcess] = field(default_factory=list)
+    notes: dict[str, str] = field(default_factory=dict)
+    more: Callable[[], None] = lambda: None
+    """Let the source produce a little more (called while a fault waits for a state)."""
+
+    def wait_file(self, path: Path, what: str) -> None:
+        """Wait for ``path`` to appear, feeding the pipeline meanwhile."""
+        wait_for(lambda: (self.more(), path.exists())[1], 120, what, every=0.2)
+
+    def hook(self, name: str, kind: str) -> Path:
+        """The freeze/gate file of processor ``name`` (``kind``: ``freeze`` or ``gate``)."""
+        return self.tmp / f"{name}.{kind}"
+
+    def start(self, name: str) -> ProcessorProcess:
+        """Start (or, after a crash, restart) processor ``name`` with its hook files."""
+        if name in self.workers:
+            self.retired.append(self.workers[name])
+        hooks = {"freeze": str(self.hook(name, "freeze")), "gate": str(self.hook(name, "gate"))}
+        self.workers[name] = ProcessorProcess(self.tmp, name, {**self.worker_args, **hooks})
+        return self.workers[name]
+
+
+def wait_full_isr(ctx: FaultContext, timeout: float = 90.0) -> None:
+    """Wait until every partition of the pipeline and internal topics has all replicas in sync."""
+    admin = AdminClient({"bootstrap.servers": ctx.cluster.bootstrap_servers})
+    size = ctx.cluster.size
+
+    def full() -> bool:
+        try:
+            topics = admin.list_topics(timeout=5).topics
+        except Exception:
+            return False
+        names = [ctx.src, ctx.dst, "__consumer_offsets", "__transaction_state"]
+        return all(
+            len(p.isrs) == size and p.leader >= 0
+            for name in names
+            if name in topics
+            for p in topics[name].partitions.values()
+        )
+
+    wait_for(full, timeout, "full ISRs", every=0.5)
+
+
+def leader_kill(ctx: FaultContext) -> None:
+    victim = ctx.cluster.leader_of(ctx.src, 0)
+    ctx.cluster.kill(victim)
+    new = ctx.cluster.leader_of(ctx.src, 0, timeout=60, exclude=victim)
+    ctx.log(f"  SIGKILL node {victim} (leader of {ctx.src}[0]); new leader {new}")
+    ctx.cluster.restart(victim)
+    wait_full_isr(ctx)
+    ctx.notes["leader_kill"] = f"node {victim}"
+
+
+def broker_bounce(ctx: FaultContext) -> None:
+    for node in ctx.cluster.node_ids:
+        t0 = time.monotonic()
+        ctx.cluster.stop(node)
+        ctx.cluster.restart(node)
+        wait_full_isr(ctx)
+        ctx.log(f"  bounced node {node} in {time.monotonic() - t0:.1f}s")
+    ctx.notes["broker_bounce"] = f"nodes {ctx.cluster.node_ids}"
+
+
+def processor_kill(ctx: FaultContext) -> None:
+    ctx.workers["a"].crash()
+    ctx.start("a")
+    ctx.log("  SIGKILL processor a; restarted with the same instance id")
+    ctx.notes["processor_kill"] = "a"
+
+
+def zombie(ctx: FaultContext) -> None:
+    victim = ctx.workers["b"]
+    held = "-"
+    if ctx.transactional:
+        freeze = ctx.hook("b", "freeze")
+        freeze.touch()
+        ctx.wait_file(freeze.with_suffix(".held"), "b to hold an open transaction")
+        held = freeze.with_suffix(".held").read_text()
+        victim.send(signal.SIGSTOP)
+        freeze.unlink()
+    else:
+        victim.send(signal.SIGSTOP)
+    ctx.log(f"  SIGSTOP processor b ({held} records in its open transaction)")
+    time.sleep(ctx.stop_seconds)
+    victim.send(signal.SIGCONT)
+    ctx.log(f"  SIGCONT processor b after {ctx.stop_seconds:.0f}s")
+    ctx.notes["zombie"] = f"b stopped {ctx.stop_seconds:.0f}s holding {held} records"
+
+
+def transaction_coordinator(cluster: LocalCluster, transactional_id: str) -> int:
+    """Node id of the coordinator of ``transactional_id`` (Java Admin ``describeTransactions``)."""
+    text = cluster.java_tool(
+        "org.apache.kafka.tools.TransactionsCommand",
+        "--bootstrap-server",
+        cluster.bootstrap_servers,
+        "describe",
+        "--transactional-id",
+        transactional_id,
+        timeout=60,
+    )
+    lines = [line.split() for line in text.splitlines() if line.strip()]
+    column = lines[0].index("CoordinatorId")
+    return int(lines[1][column])
+
+
+def coordinator_kill(ctx: FaultContext) -> None:
+    if not ctx.transactional:
+        ctx.notes["coordinator_kill"] = "n/a (no transactions)"
+        return
+    gate = ctx.hook("a", "gate")
+    gate.touch()
+    ctx.wait_file(gate.with_suffix(".at"), "a to reach commit step 3")
+    coordinator = transaction_coordinator(ctx.cluster, f"{ctx.worker_args['txn_prefix']}a")
+    ctx.cluster.pause(coordinator)
+    gate.unlink()
+    wait_for(gate.with_suffix(".called").exists, 30, "a to send its commit")
+    time.sleep(1.0)  # the EndTxn request is with a coordinator that cannot answer
+    ctx.cluster.kill(coordinator)
+    ctx.log(f"  commit of a in flight; SIGKILL transaction coordinator node {coordinator}")
+    ctx.cluster.restart(coordinator)
+    wait_full_isr(ctx)
+    ctx.notes["coordinator_kill"] = f"node {coordinator}"
+
+
+FAULTS: dict[str, Callable[[FaultContext], None]] = {
+    "leader_kill": leader_kill,
+    "broker_bounce": broker_bounce,
+    "processor_kill": processor_kill,
+    "zombie": zombie,
+    "coordinator_kill": coordinator_kill,
+}
