@@ -1,0 +1,123 @@
+"""Reliability target: ``python -m tests.reliability.run`` (see --help).
+
+Usage: ``python -m tests.reliability.run [--records N] [--guarantee G] [--soak-seconds S]``.
+
+Starts its own 3-node ``LocalCluster``, runs the fault pipeline (tests/reliability/_pipeline.py)
+for each chosen guarantee with N records (default 1,000,000), stores the results in
+docs/reliability-results.json and regenerates the table in docs/reliability.md. With
+``--soak-seconds`` it runs the soak mode instead (steady ``--rate``; throughput, p50/p99
+end-to-end latency per 5 s window; plot docs/reliability-soak.png).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from sdk.testing.cluster import LocalCluster
+from tests.reliability._pipeline import run_pipeline
+from tests.reliability._soak import run_soak
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs" / "reliability.md"
+RESULTS = ROOT / "docs" / "reliability-results.json"
+GUARANTEES = ("exactly_once", "at_least_once", "at_most_once")
+
+
+def _table(results: dict[str, Any]) -> str:
+    head = (
+        "| guarantee | records | faults | output | lost | duplicated | out of order (per key) "
+        "| source failures | processor aborts / txn timeouts / recreations | watchdog restarts "
+        "| wall |\n|" + " --- |" * 11
+    )
+    lines = [head]
+    for g in GUARANTEES:
+        r = results.get("pipeline", {}).get(g)
+        if not r:
+            continue
+        p = r["processors"]
+        lines.append(
+            f"| {g} | {r['records']:,} | {', '.join(r['faults'])} | {r['output']:,} "
+            f"| **{r['lost']:,}** | **{r['duplicated']:,}** | **{r['out_of_order']:,}** "
+            f"| {r['source_failed']:,} | {p['aborts']} / {p['transaction_timeouts']} / "
+            f"{p['producer_recreations']} | {r.get('watchdog_restarts', 0)} "
+            f"| {r['wall_seconds']:.0f} s |"
+        )
+    return "\n".join(lines)
+
+
+def _soak_table(rows: list[dict[str, Any]]) -> str:
+    out = ["| t (s) | records/s | p50 (ms) | p99 (ms) |", "| --- | --- | --- | --- |"]
+    out += [f"| {r['t']} | {r['records_per_s']:,} | {r['p50_ms']} | {r['p99_ms']} |" for r in rows]
+    return "\n".join(out)
+
+
+def _plot(rows: list[dict[str, Any]], path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, ax = plt.subplots(figsize=(8, 4))
+    t = [r["t"] for r in rows]
+    ax.plot(t, [r["p50_ms"] for r in rows], label="p50 latency (ms)")
+    ax.plot(t, [r["p99_ms"] for r in rows], label="p99 latency (ms)")
+    ax.set_xlabel("seconds")
+    ax.set_ylabel("ms")
+    ax2 = ax.twinx()
+    ax2.plot(t, [r["records_per_s"] for r in rows], "k:", label="records/s")
+    ax2.set_ylabel("records/s")
+    fig.legend(loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path)
+    return True
+
+
+def regenerate(results: dict[str, Any]) -> None:
+    """Rewrite the generated blocks of docs/reliability.md from ``results``."""
+    text = DOCS.read_text()
+    blocks = {"pipeline": _table(results)}
+    if results.get("soak"):
+        blocks["soak"] = (
+            f"{results['soak']['guarantee']}, {results['soak']['rate']:,} records/s offered for "
+            f"{results['soak']['seconds']} s:\n\n" + _soak_table(results["soak"]["rows"])
+        )
+    for name, body in blocks.items():
+        pattern = re.compile(rf"(<!-- {name}:begin -->\n).*?(<!-- {name}:end -->)", re.S)
+        text = pattern.sub(lambda m, b=body: m.group(1) + b + "\n" + m.group(2), text)
+    DOCS.write_text(text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--guarantee", choices=[*GUARANTEES, "all"], default="all")
+    parser.add_argument("--rate", type=float, default=10_000.0, help="source records/s")
+    parser.add_argument("--soak-seconds", type=float, default=0.0)
+    args = parser.parse_args()
+    results: dict[str, Any] = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    chosen = GUARANTEES if args.guarantee == "all" else (args.guarantee,)
+    with LocalCluster(nodes=3) as cluster, tempfile.TemporaryDirectory() as tmp:
+        if args.soak_seconds:
+            g = chosen[0]
+            rows = run_soak(cluster, g, args.soak_seconds, args.rate, Path(tmp))
+            soak = {"guarantee": g, "rate": int(args.rate), "seconds": args.soak_seconds}
+            results["soak"] = {**soak, "rows": rows}
+            _plot(rows, DOCS.with_name("reliability-soak.png"))
+        else:
+            for g in chosen:
+                result = run_pipeline(cluster, g, args.records, Path(tmp), rate=args.rate)
+                results.setdefault("pipeline", {})[g] = result.as_dict()
+    RESULTS.write_text(json.dumps(results, indent=1))
+    regenerate(results)
+    print(_table(results))
+
+
+if __name__ == "__main__":
+    main()
