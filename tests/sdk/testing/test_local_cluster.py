@@ -21,7 +21,8 @@ from sdk.testing.cluster import LocalCluster, NodeState
 from sdk.testing.pytest_plugin import require_local
 
 
-def _java_pids() -> set[int]:
+def _java_pids(marker: str = "") -> set[int]:
+    """Broker processes; with ``marker``, only those whose command line contains it."""
     pids = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -29,7 +30,7 @@ def _java_pids() -> set[int]:
                 cmdline = (entry / "cmdline").read_bytes()
             except OSError:
                 continue
-            if b"kafka.Kafka" in cmdline:
+            if b"kafka.Kafka" in cmdline and marker.encode() in cmdline:
                 pids.add(int(entry.name))
     return pids
 
@@ -191,13 +192,12 @@ def test_port_clash_is_a_clear_error(tmp_path: Path) -> None:
 
 @pytest.mark.broker
 def test_broker_crash_during_start_shows_log_tail(tmp_path: Path) -> None:
-    before = _java_pids()
     with pytest.raises(BrokerStartError) as info:
         LocalCluster(1, heap="1m", workdir=tmp_path / "c").start()
     message = str(info.value)
     assert "exited during start" in message
     assert "heap" in message.lower(), "the JVM's own complaint (log tail) is in the message"
-    assert _java_pids() <= before
+    assert not _java_pids(str(tmp_path)), "a broker of this cluster survived"
 
 
 def test_missing_java_fails_before_anything_starts(tmp_path: Path) -> None:
