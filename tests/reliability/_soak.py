@@ -96,11 +96,13 @@ def run_soak(
     for k in range(int((time.time() - started) // window)):
         lo, hi = started + k * window, started + (k + 1) * window
         lat = sorted(ms for t, ms in samples if lo <= t < hi)
+        sent = sum(1 for t, ms in samples if lo <= t - ms / 1000 < hi)
         if not lat:
             continue
         rows.append(
             {
                 "t": round(k * window),
+                "sent_per_s": round(sent / window),
                 "records_per_s": round(len(lat) / window),
                 "p50_ms": round(statistics.median(lat), 1),
                 "p99_ms": round(lat[min(len(lat) - 1, int(0.99 * len(lat)))], 1),

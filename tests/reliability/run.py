@@ -35,13 +35,11 @@ def _table(results: dict[str, Any]) -> str:
         "| wall |\n|" + " --- |" * 11
     )
     lines = [head]
-    for g in GUARANTEES:
-        r = results.get("pipeline", {}).get(g)
-        if not r:
-            continue
+    runs = results.get("pipeline", {}).values()
+    for r in sorted(runs, key=lambda r: (r["records"], GUARANTEES.index(r["guarantee"]))):
         p = r["processors"]
         lines.append(
-            f"| {g} | {r['records']:,} | {', '.join(r['faults'])} | {r['output']:,} "
+            f"| {r['guarantee']} | {r['records']:,} | {', '.join(r['faults'])} | {r['output']:,} "
             f"| **{r['lost']:,}** | **{r['duplicated']:,}** | **{r['out_of_order']:,}** "
             f"| {r['source_failed']:,} | {p['aborts']} / {p['transaction_timeouts']} / "
             f"{p['producer_recreations']} | {r.get('watchdog_restarts', 0)} "
@@ -51,8 +49,12 @@ def _table(results: dict[str, Any]) -> str:
 
 
 def _soak_table(rows: list[dict[str, Any]]) -> str:
-    out = ["| t (s) | records/s | p50 (ms) | p99 (ms) |", "| --- | --- | --- | --- |"]
-    out += [f"| {r['t']} | {r['records_per_s']:,} | {r['p50_ms']} | {r['p99_ms']} |" for r in rows]
+    out = ["| t (s) | sent/s | read/s | p50 (ms) | p99 (ms) |", "| --- | --- | --- | --- | --- |"]
+    out += [
+        f"| {r['t']} | {r.get('sent_per_s', 0):,} | {r['records_per_s']:,} | {r['p50_ms']} "
+        f"| {r['p99_ms']} |"
+        for r in rows
+    ]
     return "\n".join(out)
 
 
@@ -71,7 +73,7 @@ def _plot(rows: list[dict[str, Any]], path: Path) -> bool:
     ax.set_xlabel("seconds")
     ax.set_ylabel("ms")
     ax2 = ax.twinx()
-    ax2.plot(t, [r["records_per_s"] for r in rows], "k:", label="records/s")
+    ax2.plot(t, [r["records_per_s"] for r in rows], "k:", label="read records/s")
     ax2.set_ylabel("records/s")
     fig.legend(loc="upper right")
     fig.tight_layout()
@@ -113,7 +115,8 @@ def main() -> None:
         else:
             for g in chosen:
                 result = run_pipeline(cluster, g, args.records, Path(tmp), rate=args.rate)
-                results.setdefault("pipeline", {})[g] = result.as_dict()
+                key = f"{g} {args.records}"  # one row per guarantee and size
+                results.setdefault("pipeline", {})[key] = result.as_dict()
     RESULTS.write_text(json.dumps(results, indent=1))
     regenerate(results)
     print(_table(results))
