@@ -25,7 +25,7 @@ from sdk.testing.cluster import LocalCluster
 from sdk.testing.security import create_scram_user, grant, make_tls, sasl_ssl_config
 from tests.sdk.observability._support import make_otel
 
-pytestmark = [pytest.mark.cluster]
+pytestmark = [pytest.mark.broker]  # its own 1-node cluster with a SASL_SSL listener
 
 WRITER_PASSWORD = f"writer-{uuid.uuid4().hex}"
 READER_PASSWORD = f"reader-{uuid.uuid4().hex}"
