@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, Literal
@@ -40,13 +41,24 @@ def parse_guarantee(value: Any) -> Guarantee:
     """
     if isinstance(value, Guarantee):
         return value
-    text = str(value).strip().lower().replace("-", "_").replace(" ", "_")
+    valid = [g.value for g in Guarantee]
+    if not isinstance(value, str):
+        raise ConfigurationError(
+            f"guarantee: expected a guarantee name, got {type(value).__name__}; valid: "
+            f"{', '.join(valid)}",
+            field="guarantee",
+        )
+    text = value.strip().lower().replace("-", "_").replace(" ", "_")
     try:
         return Guarantee(text)
     except ValueError:
-        valid = ", ".join(g.value for g in Guarantee)
+        # The rejected text is not echoed: a mis-indented YAML block can put a password here.
+        close = difflib.get_close_matches(text, valid, n=1, cutoff=0.75)
+        hint = f"did you mean {close[0]!r}? " if close else ""
         raise ConfigurationError(
-            f"guarantee: unknown guarantee {value!r}; valid: {valid}", field="guarantee"
+            f"guarantee: unknown guarantee name ({len(value)} characters, not shown); {hint}"
+            f"valid: {', '.join(valid)}",
+            field="guarantee",
         ) from None
 
 

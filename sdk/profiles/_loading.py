@@ -102,6 +102,15 @@ class ProfileSet:
             raise ConfigurationError(
                 f"profiles.{name}.{exc}", field=f"profiles.{name}.guarantee"
             ) from None
+        for side in _SIDES:
+            if side in raw and raw[side] is None:
+                raw[side] = {}
+            elif side in raw and not isinstance(raw[side], Mapping):
+                raise ConfigurationError(
+                    f"profiles.{name}.{side}: expected a mapping of settings, got "
+                    f"{type(raw[side]).__name__}",
+                    field=f"profiles.{name}.{side}",
+                )
         unknown = (
             set(raw)
             - set(ProducerProfile.model_fields)
@@ -180,10 +189,10 @@ def load_profiles(source: str | Path | Mapping[str, Any] | None = None) -> Profi
     if source is None:
         env = _EnvProfiles()
         data: dict[str, Any] = _read_yaml(Path(env.profile_file)) if env.profile_file else {}
-        defaults = dict(data.get("defaults") or {})
+        defaults = _mapping(data.get("defaults") or {}, "defaults")
         if env.bootstrap_servers:
             defaults["bootstrap_servers"] = env.bootstrap_servers
-        profiles = dict(data.get("profiles") or {})
+        profiles = _mapping(data.get("profiles") or {}, "profiles")
         for name, entry in env.profiles.items():
             base = profiles.get(name, {})
             base = {"guarantee": base} if isinstance(base, str) else dict(base)
@@ -192,14 +201,28 @@ def load_profiles(source: str | Path | Mapping[str, Any] | None = None) -> Profi
                 **(entry if isinstance(entry, dict) else {"guarantee": entry}),
             }
         return ProfileSet(profiles, defaults)
-    data = _read_yaml(Path(source)) if isinstance(source, str | Path) else dict(source)
+    data = _read_yaml(Path(source)) if isinstance(source, str | Path) else _mapping(source, "")
     unknown = set(data) - {"defaults", "profiles"}
     if unknown:
         raise ConfigurationError(
             f"unknown top-level key(s) {sorted(unknown)}; expected 'defaults' and 'profiles'",
             field=sorted(unknown)[0],
         )
-    return ProfileSet(data.get("profiles") or {}, data.get("defaults") or {})
+    return ProfileSet(
+        _mapping(data.get("profiles") or {}, "profiles"),
+        _mapping(data.get("defaults") or {}, "defaults"),
+    )
+
+
+def _mapping(value: Any, field: str) -> dict[str, Any]:
+    """``value`` as a dict with str keys, or a ConfigurationError naming ``field``."""
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        what = field or "the profile document"
+        raise ConfigurationError(
+            f"{what}: expected a mapping of names, got {type(value).__name__}",
+            field=field or "profiles",
+        )
+    return dict(value)
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

@@ -5,14 +5,12 @@ roughly like profile files, builds every side of every loaded profile, and check
 exception is ``sdk.errors.ConfigurationError`` and that a secret value put in the input never
 appears in its message (nor in the repr of a profile that loaded).
 
-Found by this fuzzer in ``sdk/profiles/_loading.py`` (outside this suite's paths; reported to the
-lead, hence ``xfail(strict=True)``: the markers must go with the fix):
+Found by this fuzzer and fixed in ``sdk/profiles`` (these tests guard the fixes):
 
-* ``profiles`` that is not a mapping (``{"profiles": [None]}``, ``"profiles: 5"``) raises
-  ``AttributeError``; ``defaults`` that is not a mapping (``{"defaults": True}``) raises
-  ``TypeError``/``ValueError`` from ``dict(defaults)``.
-* An unknown guarantee is echoed with ``repr``: a mapping given as the guarantee, or a
-  mis-indented ``security`` block read as profile shorthands, puts the password in the message.
+* ``profiles``/``defaults``/``producer``/``consumer``/``processing`` that are not mappings
+  escaped as ``AttributeError``/``TypeError``; now ``ConfigurationError`` naming the field.
+* An unknown guarantee was echoed with ``repr`` (a mis-indented ``security`` block put the
+  password in the message); it is no longer shown, only its length and a close match.
 """
 
 from __future__ import annotations
@@ -108,11 +106,6 @@ def _exercise(source: Any) -> None:
         assert SECRET not in repr(exc.__cause__) if exc.__cause__ else True
 
 
-LOADER_BUGS = "sdk/profiles/_loading.py: non-mapping profiles/defaults escape as TypeError etc."
-LEAK_BUG = "sdk/profiles: parse_guarantee echoes the rejected value (secrets included)"
-
-
-@pytest.mark.xfail(strict=True, reason=LOADER_BUGS)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @example({"profiles": [None]})
 @example({"profiles": {}, "defaults": True})
@@ -121,7 +114,6 @@ def test_any_mapping_loads_or_raises_configuration_error(document: Any) -> None:
     _exercise(document)
 
 
-@pytest.mark.xfail(strict=True, reason=LOADER_BUGS)
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @example("profiles: 5\n")
 @given(st.one_of(st.text(max_size=200), documents.map(lambda d: __import__("yaml").dump(d))))
@@ -132,7 +124,6 @@ def test_any_yaml_file_loads_or_raises_configuration_error(text: str) -> None:
         _exercise(path)
 
 
-@pytest.mark.xfail(strict=True, reason=LEAK_BUG)
 @pytest.mark.parametrize(
     "document",
     [
