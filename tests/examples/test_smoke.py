@@ -53,3 +53,22 @@ def test_example_runs(name: str, kafka_cluster: Any) -> None:
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     for line in expect:
         assert line in run.stdout
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_spark_job_example_runs() -> None:
+    """The Spark example starts its own embedded cluster (fixed topic names)."""
+    env = {k: v for k, v in os.environ.items() if k != "KAFKA_BOOTSTRAP_SERVERS"}
+    env["PYTHONPATH"] = str(ROOT)
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "spark_job.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "read_committed output: 25000 records (expected 25000)" in run.stdout
