@@ -70,8 +70,18 @@ class ProcessorProcess:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
 
+    def stacks(self) -> str:
+        """The Python stacks of every thread (SIGUSR1 → faulthandler, into the log)."""
+        before = self.log_path.stat().st_size
+        self.send(signal.SIGUSR1)
+        time.sleep(1.0)
+        with self.log_path.open("rb") as f:
+            f.seek(before)
+            lines = f.read().decode(errors="replace").splitlines()
+        return "\n".join(line for line in lines if not line.startswith("%"))
+
     def crash(self) -> None:
-        """SIGKILL and reap."""
+        """SIGKILL and reap (no-op if already gone)."""
         self.send(signal.SIGKILL)
         self.proc.wait(15)
 
@@ -99,6 +109,8 @@ class FaultContext:
     log: Callable[[str], None]
     workers: dict[str, ProcessorProcess] = field(default_factory=dict)
     retired: list[ProcessorProcess] = field(default_factory=list)
+    crashes: list[str] = field(default_factory=list)
+    """Last error line of each processor that exited on its own (restarted like a pod)."""
     notes: dict[str, str] = field(default_factory=dict)
     more: Callable[[], None] = lambda: None
     """Let the source produce a little more (called while a fault waits for a state)."""
@@ -115,6 +127,7 @@ class FaultContext:
         """Start (or, after a crash, restart) processor ``name`` with its hook files."""
         if name in self.workers:
             self.retired.append(self.workers[name])
+            self.workers[name].crash()  # never two live instances with one id
         hooks = {"freeze": str(self.hook(name, "freeze")), "gate": str(self.hook(name, "gate"))}
         self.workers[name] = ProcessorProcess(self.tmp, name, {**self.worker_args, **hooks})
         return self.workers[name]
@@ -162,8 +175,7 @@ def broker_bounce(ctx: FaultContext) -> None:
 
 
 def processor_kill(ctx: FaultContext) -> None:
-    ctx.workers["a"].crash()
-    ctx.start("a")
+    ctx.start("a")  # SIGKILLs the running a first
     ctx.log("  SIGKILL processor a; restarted with the same instance id")
     ctx.notes["processor_kill"] = "a"
 

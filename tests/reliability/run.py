@@ -31,7 +31,8 @@ GUARANTEES = ("exactly_once", "at_least_once", "at_most_once")
 def _table(results: dict[str, Any]) -> str:
     head = (
         "| guarantee | records | faults | output | lost | duplicated | out of order (per key) "
-        "| source failures | processor aborts / txn timeouts / recreations | watchdog restarts "
+        "| source failures | processor aborts / txn timeouts / recreations "
+        "| processor crashes / watchdog restarts "
         "| wall |\n|" + " --- |" * 11
     )
     lines = [head]
@@ -42,7 +43,8 @@ def _table(results: dict[str, Any]) -> str:
             f"| {r['guarantee']} | {r['records']:,} | {', '.join(r['faults'])} | {r['output']:,} "
             f"| **{r['lost']:,}** | **{r['duplicated']:,}** | **{r['out_of_order']:,}** "
             f"| {r['source_failed']:,} | {p['aborts']} / {p['transaction_timeouts']} / "
-            f"{p['producer_recreations']} | {r.get('watchdog_restarts', 0)} "
+            f"{p['producer_recreations']} | {len(r.get('processor_crashes', []))} / "
+            f"{r.get('watchdog_restarts', 0)} "
             f"| {r['wall_seconds']:.0f} s |"
         )
     return "\n".join(lines)
@@ -96,6 +98,12 @@ def regenerate(results: dict[str, Any]) -> None:
     DOCS.write_text(text)
 
 
+def save(results: dict[str, Any]) -> None:
+    """Store the results and regenerate the docs."""
+    RESULTS.write_text(json.dumps(results, indent=1))
+    regenerate(results)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
@@ -117,8 +125,8 @@ def main() -> None:
                 result = run_pipeline(cluster, g, args.records, Path(tmp), rate=args.rate)
                 key = f"{g} {args.records}"  # one row per guarantee and size
                 results.setdefault("pipeline", {})[key] = result.as_dict()
-    RESULTS.write_text(json.dumps(results, indent=1))
-    regenerate(results)
+                save(results)
+    save(results)
     print(_table(results))
 
 

@@ -13,6 +13,7 @@ the given guarantee, like ``tests.sdk.processor.worker``, plus two deterministic
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import signal
 import sys
@@ -67,6 +68,7 @@ class GatedProducer:
 
 def main() -> None:
     args: dict[str, Any] = json.loads(sys.argv[1])
+    faulthandler.register(signal.SIGUSR1)  # the pipeline's watchdog asks for the stacks
     output = args["output"]
     freeze = Path(args["freeze"]) if args.get("freeze") else None
     gate = Path(args["gate"]) if args.get("gate") else None
