@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -11,6 +12,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from sdk.errors import (
+    AuthorizationError,
     ClosedError,
     ConfigurationError,
     DeliveryError,
@@ -31,6 +33,7 @@ from sdk.serialization import Serializer, resolve_serializer
 __all__ = ["Producer", "ProducerState"]
 
 _new_record = tuple.__new__
+_log = logging.getLogger("sdk.producer")
 
 _UNKNOWN_PARTITION_CODES: frozenset[int] | None = None
 
@@ -154,6 +157,7 @@ class Producer:
         self._failures: list[KafkaClientError] = []
         self._txn_initialized = False
         self._in_transaction = False
+        self._fatal: KafkaClientError | None = None
         self.delivered = 0
         """Records acknowledged so far."""
         self.failed = 0
@@ -198,7 +202,10 @@ class Producer:
 
                     factory = _Client
                 try:
-                    self._client = factory(dict(self._config))
+                    # error_cb: librdkafka's client-level errors (e.g. a fatal
+                    # CLUSTER_AUTHORIZATION_FAILED for the idempotent producer id) reach the SDK
+                    # instead of escaping from flush()/poll() as a raw KafkaError
+                    self._client = factory(dict(self._config, error_cb=self._on_client_error))
                 except Exception as exc:  # KafkaException for a bad librdkafka key/value
                     raise _config_error(exc) from exc
                 self._router.attach(self._client)
@@ -466,7 +473,9 @@ class Producer:
             The number of events served.
         """
         self._check_telemetry()
-        return int(self._ensure_client().poll(timeout))
+        served = int(self._ensure_client().poll(timeout))
+        self._raise_fatal()
+        return served
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until every queued record is acknowledged or failed.
@@ -483,6 +492,8 @@ class Producer:
         client = self._ensure_client()
         self._check_telemetry()
         remaining = int(client.flush(-1 if timeout is None else timeout))
+        if self._fatal is not None and not self._failures:
+            raise self._fatal
         if not self._native:
             for topic in list(self._known_topics):
                 self._router.on_batch_sent(topic)
@@ -621,6 +632,19 @@ class Producer:
     def _check_telemetry(self) -> None:
         tel = self._telemetry
         self._observed = tel is not None and (tel.tracing_enabled() or tel.metrics_enabled())
+
+    def _on_client_error(self, err: Any) -> None:
+        error = from_kafka_error(err, context="producer", transactional=self._transactional)
+        if error.fatal or isinstance(error, AuthorizationError):
+            if self._fatal is None:
+                self._fatal = error
+            _log.error("%s", error)
+        else:
+            _log.warning("%s", error)
+
+    def _raise_fatal(self) -> None:
+        if self._fatal is not None:
+            raise self._fatal
 
     # called by DeliveryHandle (see sdk.producer._records._Owner)
     def _poll(self, timeout: float) -> Any:
