@@ -17,6 +17,7 @@ them. Errors that come from librdkafka keep the original ``KafkaError`` (see
     │   ├── UnknownTopicError         the topic or partition does not exist
     │   ├── RecordTooLargeError       the record is over message.max.bytes / max.message.bytes
     │   ├── AuthorizationError        the principal lacks an ACL
+    │   ├── AuthenticationError       the broker refused the credentials (SASL / TLS)
     │   ├── DeliveryError             a produced record was not acknowledged; keeps the record
     │   ├── CommitError               an offset commit failed
     │   └── TransactionError          a transactional call failed
@@ -36,6 +37,7 @@ from typing import Any
 
 __all__ = [
     "AmbiguousTransactionError",
+    "AuthenticationError",
     "AuthorizationError",
     "BrokerStartError",
     "BrokerUnreachableError",
@@ -155,6 +157,10 @@ class AuthorizationError(KafkaClientError):
     """The principal is not authorized for the operation (missing ACL)."""
 
 
+class AuthenticationError(KafkaClientError):
+    """The broker refused the client's credentials (SASL user/password, TLS certificate)."""
+
+
 class DeliveryError(KafkaClientError):
     """Produced records were not acknowledged by the broker (raised by ``flush()``/``close()``).
 
@@ -270,9 +276,10 @@ def from_kafka_error(
         KafkaError.GROUP_AUTHORIZATION_FAILED,
         KafkaError.CLUSTER_AUTHORIZATION_FAILED,
         KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-        KafkaError.SASL_AUTHENTICATION_FAILED,
     ):
         cls = AuthorizationError
+    elif code in (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED):
+        cls = AuthenticationError
     elif transactional:
         cls = TransactionError
     return cls(message, kafka_error=kafka_error, record=record)

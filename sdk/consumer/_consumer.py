@@ -21,6 +21,7 @@ from sdk.consumer._records import (
     RecordHandler,
 )
 from sdk.errors import (
+    AuthenticationError,
     AuthorizationError,
     BrokerUnreachableError,
     ClosedError,
@@ -121,6 +122,7 @@ class Consumer:
         self._stop = threading.Event()
         self._callback_error: BaseException | None = None
         self._last_client_error: KafkaClientError | None = None
+        self._auth_failure: AuthenticationError | None = None
         self._assigned_at: float | None = None
         self._assigned: set[tuple[str, int]] = set()
         self._in_flight = 0
@@ -244,6 +246,7 @@ class Consumer:
             SerializationError: A poison pill with ``on_failure="stop"``.
             UnknownTopicError: A subscribed topic does not exist.
             BrokerUnreachableError: ``idle_timeout`` passed without ever reaching a broker.
+            AuthenticationError: ``idle_timeout`` passed and the broker refused the credentials.
             KafkaClientError: A commit, dead-letter delivery or fatal client error.
         """
         with self._running(handle_sigterm):
@@ -387,7 +390,8 @@ class Consumer:
             if not messages:
                 if idle_timeout is not None and self._idle_for(last) >= idle_timeout:
                     if self._assigned_at is None and self._last_client_error is not None:
-                        raise self._last_client_error  # never joined: no broker answered
+                        # never joined: no broker answered, or it refused the credentials
+                        raise self._auth_failure or self._last_client_error
                     return
                 continue
             last = time.monotonic()
@@ -503,6 +507,8 @@ class Consumer:
     def _on_client_error(self, kafka_error: Any) -> None:
         error = translate(kafka_error, "consumer")
         self._last_client_error = error
+        if isinstance(error, AuthenticationError):
+            self._auth_failure = error  # kept: transport errors that follow would hide it
         if kafka_error.fatal():
             self._callback_error = error
         else:
@@ -522,7 +528,7 @@ class Consumer:
         now = time.monotonic()
         if self._assigned_at is None:
             error = self._last_client_error
-            if isinstance(error, BrokerUnreachableError):
+            if isinstance(error, (BrokerUnreachableError, AuthenticationError)):
                 return now - last_record  # idle_timeout bounds the wait for a broker ...
             return 0.0  # ... but a slow group join (coordinator loading) is not idleness
         return now - max(last_record, self._assigned_at)

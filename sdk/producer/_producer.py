@@ -12,7 +12,9 @@ from types import TracebackType
 from typing import Any, Literal
 
 from sdk.errors import (
+    AuthenticationError,
     AuthorizationError,
+    BrokerUnreachableError,
     ClosedError,
     ConfigurationError,
     DeliveryError,
@@ -158,6 +160,7 @@ class Producer:
         self._txn_initialized = False
         self._in_transaction = False
         self._fatal: KafkaClientError | None = None
+        self._auth_failure: AuthenticationError | None = None
         self.delivered = 0
         """Records acknowledged so far."""
         self.failed = 0
@@ -621,7 +624,19 @@ class Producer:
         try:
             meta = client.list_topics(topic=topic, timeout=self._metadata_timeout)
         except KafkaException as exc:
-            raise from_kafka_error(exc.args[0], context=context, record=record) from exc
+            err = from_kafka_error(exc.args[0], context=context, record=record)
+            if isinstance(err, (BrokerUnreachableError, KafkaTimeoutError)):
+                client.poll(0)  # serve error_cb: was it the credentials?
+            auth = self._auth_failure
+            if auth is not None and isinstance(err, (BrokerUnreachableError, KafkaTimeoutError)):
+                # librdkafka reports bad credentials as a transport failure of the lookup; the
+                # reason came through error_cb: say it
+                raise AuthenticationError(
+                    f"{context}: {auth.args[0].split(': ', 1)[-1]}",
+                    kafka_error=auth.kafka_error,
+                    record=record,
+                ) from exc
+            raise err from exc
         info = meta.topics.get(topic)
         if info is None or (info.error is None and not info.partitions):
             raise UnknownTopicError(f"{context}: topic {topic!r} does not exist", record=record)
@@ -635,7 +650,10 @@ class Producer:
 
     def _on_client_error(self, err: Any) -> None:
         error = from_kafka_error(err, context="producer", transactional=self._transactional)
-        if error.fatal or isinstance(error, AuthorizationError):
+        if isinstance(error, AuthenticationError):
+            self._auth_failure = error  # librdkafka retries; a lookup that times out names it
+            _log.error("%s", error)
+        elif error.fatal or isinstance(error, AuthorizationError):
             if self._fatal is None:
                 self._fatal = error
             _log.error("%s", error)

@@ -128,10 +128,18 @@ def create_scram_user(bootstrap: str, user: str, password: str, iterations: int 
         raise ClusterError(f"creating SCRAM user {user!r} failed: {type(exc).__name__}") from None
 
 
-def grant(bootstrap: str, user: str, topic: str | None, operations: Sequence[str]) -> None:
+def grant(
+    bootstrap: str,
+    user: str,
+    topic: str | None,
+    operations: Sequence[str],
+    *,
+    group: str | None = None,
+) -> None:
     """Allow ``User:<user>`` the ``operations`` (e.g. ``WRITE``, ``DESCRIBE``) on ``topic``.
 
-    ``topic=None`` grants on the cluster resource (e.g. ``IDEMPOTENT_WRITE``).
+    ``topic=None`` grants on the cluster resource (e.g. ``IDEMPOTENT_WRITE``), unless ``group``
+    names a consumer group (e.g. ``READ`` for a consumer that commits offsets).
 
     Raises:
         ClusterError: The broker refused.
@@ -145,11 +153,19 @@ def grant(bootstrap: str, user: str, topic: str | None, operations: Sequence[str
         ResourceType,
     )
 
+    if topic and group:
+        raise ValueError("grant: name a topic or a group, not both")
+    if topic:
+        resource, name = ResourceType.TOPIC, topic
+    elif group:
+        resource, name = ResourceType.GROUP, group
+    else:
+        resource, name = ResourceType.BROKER, "kafka-cluster"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     bindings = [
         AclBinding(
-            ResourceType.TOPIC if topic else ResourceType.BROKER,
-            topic or "kafka-cluster",
+            resource,
+            name,
             ResourcePatternType.LITERAL,
             f"User:{user}",
             "*",
@@ -163,5 +179,5 @@ def grant(bootstrap: str, user: str, topic: str | None, operations: Sequence[str
             future.result(30)
     except Exception as exc:
         raise ClusterError(
-            f"granting {list(operations)} on {topic} to {user} failed: {exc}"
+            f"granting {list(operations)} on {resource.name.lower()} {name} to {user} failed: {exc}"
         ) from exc

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from sdk.errors import AuthorizationError, DeliveryError, SdkError
+from sdk.consumer import Consumer as SdkConsumer
+from sdk.errors import AuthenticationError, AuthorizationError, DeliveryError
 from sdk.producer import Producer
 from sdk.profiles import ProducerProfile, load_profiles
 from sdk.testing.admin import create_topic
@@ -134,14 +135,105 @@ def test_no_write_acl_is_an_authorization_error_with_the_record(
         assert secure["tls"].password not in text
 
 
-def test_wrong_password_fails_without_showing_it(secure: dict[str, Any], tmp_path: Path) -> None:
+def test_wrong_password_is_an_authentication_error_without_the_password(
+    secure: dict[str, Any], tmp_path: Path
+) -> None:
     wrong = f"wrong-{uuid.uuid4().hex}"
     profile = _profile(secure, "writer", wrong, tmp_path)
     producer = Producer(profile, metadata_timeout=10)
-    with pytest.raises(SdkError) as info:
+    with pytest.raises(AuthenticationError) as info:
         producer.send_and_wait(secure["topic"], b"x")
-        producer.flush(20)
     print(f"wrong password: {info.value!r}")
+    assert "invalid credentials" in str(info.value)
+    assert info.value.record is not None and info.value.record.value == b"x"
     assert wrong not in str(info.value) and wrong not in repr(info.value)
     assert wrong not in repr(profile)
     producer.close(2)
+
+
+def test_consumer_with_a_wrong_password_names_the_credentials(
+    secure: dict[str, Any], tmp_path: Path
+) -> None:
+    wrong = f"wrong-{uuid.uuid4().hex}"
+    _profile(secure, "reader", wrong, tmp_path)
+    prof = load_profiles(tmp_path / "profiles.yaml").consumer("secure", group_id="never-joins")
+    with (
+        SdkConsumer(prof, [secure["topic"]]) as consumer,
+        pytest.raises(AuthenticationError) as info,
+    ):
+        consumer.run(lambda record: None, idle_timeout=10)
+    print(f"consumer, wrong password: {info.value!r}")
+    assert "invalid credentials" in str(info.value)
+    assert wrong not in str(info.value) and wrong not in repr(info.value)
+
+
+def _read_plain(secure: dict[str, Any], topic: str, count: int) -> list[Any]:
+    """Read ``count`` records of ``topic`` over the PLAINTEXT (super user) listener."""
+    c = Consumer(
+        {
+            "bootstrap.servers": secure["cluster"].bootstrap_servers,
+            "group.id": f"check-{uuid.uuid4().hex[:6]}",
+        }
+    )
+    c.assign([TopicPartition(topic, 0, 0)])
+    out: list[Any] = []
+    try:
+        for _ in range(120):
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                out.append(m)
+            if len(out) >= count:
+                break
+    finally:
+        c.close()
+    return out
+
+
+def test_forbidden_write_in_a_handler_dead_letters_the_record(
+    secure: dict[str, Any], tmp_path: Path
+) -> None:
+    """A consumer whose handler may not write its output keeps every record: in the DLQ."""
+    bs = secure["cluster"].bootstrap_servers  # PLAINTEXT: the super user sets up
+    source = create_topic(bs, f"secure-in-{uuid.uuid4().hex[:8]}", 1)
+    dlq = create_topic(bs, f"secure-dlq-{uuid.uuid4().hex[:8]}", 1)
+    group = f"secure-g-{uuid.uuid4().hex[:6]}"
+    grant(bs, "reader", source, ["DESCRIBE", "READ"])
+    grant(bs, "reader", dlq, ["DESCRIBE", "WRITE"])
+    grant(bs, "reader", None, ["READ"], group=group)
+    with Producer(ProducerProfile(guarantee="at_least_once", bootstrap_servers=bs)) as seeder:
+        for i in range(3):
+            seeder.send(source, f"order-{i}".encode(), key=f"k{i}".encode())
+
+    path = tmp_path / "profiles.yaml"
+    _profile(secure, "reader", READER_PASSWORD, tmp_path)  # writes profiles.yaml
+    consumer_profile = load_profiles(path).consumer(
+        "secure",
+        group_id=group,
+        failure={
+            "attempts": 2,
+            "backoff_initial_ms": 0,
+            "backoff_max_ms": 0,
+            "on_failure": "dlq",
+            "dlq_topic": dlq,
+        },
+    )
+    output = Producer(load_profiles(path).producer("secure"), value_serializer="bytes")
+
+    def forward(record: Any) -> None:  # the reader has no WRITE on secure["topic"]
+        output.send_and_wait(secure["topic"], record.value, key=record.key)
+
+    with output, SdkConsumer(consumer_profile, [source]) as consumer:
+        stats = consumer.run(forward, max_records=3, idle_timeout=60)
+    print(f"stats: {stats}")
+    assert (stats.handled, stats.dead_lettered) == (0, 3)
+
+    dead = _read_plain(secure, dlq, 3)
+    assert [m.value() for m in dead] == [b"order-0", b"order-1", b"order-2"]
+    headers = {k: (v or b"").decode() for k, v in dead[0].headers() or []}
+    print(f"DLQ headers: {headers}")
+    assert headers["dlq.error.type"] == "sdk.errors.AuthorizationError"
+    assert "TOPIC_AUTHORIZATION_FAILED" in headers["dlq.error.message"]
+    assert headers["dlq.topic"] == source
+    for m in dead:
+        for _, value in m.headers() or []:
+            assert READER_PASSWORD.encode() not in (value or b"")

@@ -1,0 +1,47 @@
+"""sdk.errors.from_kafka_error: the one boundary from librdkafka's codes to the SDK's tree."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import KafkaError
+
+from sdk import errors
+from sdk.errors import from_kafka_error
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        (KafkaError._AUTHENTICATION, errors.AuthenticationError),
+        (KafkaError.SASL_AUTHENTICATION_FAILED, errors.AuthenticationError),
+        (KafkaError.TOPIC_AUTHORIZATION_FAILED, errors.AuthorizationError),
+        (KafkaError.GROUP_AUTHORIZATION_FAILED, errors.AuthorizationError),
+        (KafkaError.CLUSTER_AUTHORIZATION_FAILED, errors.AuthorizationError),
+        (KafkaError._TRANSPORT, errors.BrokerUnreachableError),
+        (KafkaError._ALL_BROKERS_DOWN, errors.BrokerUnreachableError),
+        (KafkaError._MSG_TIMED_OUT, errors.KafkaTimeoutError),
+        (KafkaError.UNKNOWN_TOPIC_OR_PART, errors.UnknownTopicError),
+        (KafkaError.MSG_SIZE_TOO_LARGE, errors.RecordTooLargeError),
+        (KafkaError.PRODUCER_FENCED, errors.ProducerFencedError),
+        (KafkaError.NOT_LEADER_FOR_PARTITION, errors.KafkaClientError),
+    ],
+)
+def test_codes_map_to_the_most_specific_class(code: int, expected: type) -> None:
+    error = from_kafka_error(KafkaError(code), context="op", record="r")
+    assert type(error) is expected
+    assert str(error).startswith("op: ")
+    assert error.code == code and error.record == "r"
+
+
+def test_timeouts_in_a_transaction_are_ambiguous() -> None:
+    error = from_kafka_error(
+        KafkaError(KafkaError._TIMED_OUT), context="commit", transactional=True
+    )
+    assert type(error) is errors.AmbiguousTransactionError
+
+
+def test_every_class_in_all_is_an_sdk_error() -> None:
+    for name in errors.__all__:
+        obj = getattr(errors, name)
+        if isinstance(obj, type):
+            assert issubclass(obj, errors.SdkError), name
