@@ -9,6 +9,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from sdk._membership import REBALANCE_CODES, member_id, still_member
 from sdk.consumer._kafka import call_kafka, translate
 from sdk.consumer._offsets import AckTracker
 from sdk.consumer._records import ConsumerStats
@@ -32,18 +33,6 @@ def _check_partitions(result: Any, context: str) -> None:
     for tp in result or ():
         if tp.error is not None:
             raise translate(tp.error, f"{context} {tp.topic}[{tp.partition}]", commit=True)
-
-
-def _rebalance_codes() -> frozenset[int]:
-    return frozenset(
-        (
-            KafkaError.ILLEGAL_GENERATION,
-            KafkaError.UNKNOWN_MEMBER_ID,
-            KafkaError.REBALANCE_IN_PROGRESS,
-            KafkaError.FENCED_INSTANCE_ID,
-            KafkaError._ASSIGNMENT_LOST,
-        )
-    )
 
 
 def _rewind(client: Any, messages: Iterable[Any]) -> None:
@@ -74,14 +63,20 @@ class OffsetKeeper:
         self.stats = stats
         self.tracker = AckTracker()
         self._alo = guarantee is Guarantee.AT_LEAST_ONCE
+        self._member: str | None = None  # the member id that received the assignment
 
     def before_handling(self, client: Any, messages: list[Any]) -> bool:
         """at_most_once: commit the batch synchronously before any handler sees it.
 
+        The batch is handled only if the commit was accepted for this member's generation:
+        if the group session is gone before or after the commit (``memberid()`` changed or
+        cleared, see :mod:`sdk._membership`), the batch is not handled — another member may
+        own its partitions and have started from the older committed offset.
+
         Returns:
-            True to go on. False if a rebalance refused the commit: nothing was handled and
-            the partitions were rewound to the batch's first offsets, so their owner reads it
-            again.
+            True to go on. False if a rebalance refused the commit or the session was lost:
+            nothing was handled and the partitions were rewound to the batch's first offsets,
+            so their owner reads it again.
 
         Raises:
             KafkaClientError: The commit failed otherwise (CommitError unless more specific).
@@ -90,6 +85,8 @@ class OffsetKeeper:
             return True
         offsets = next_offsets(messages)
         context = "commit before handling (at_most_once)"
+        if not still_member(client, self._member):
+            return self._refused(client, messages, f"{context}: group session lost; not sent")
         try:
             result = call_kafka(
                 lambda: client.commit(offsets=offsets, asynchronous=False),
@@ -98,14 +95,19 @@ class OffsetKeeper:
             )
             _check_partitions(result, context)
         except KafkaClientError as exc:
-            if exc.code not in _rebalance_codes():
+            if exc.code not in REBALANCE_CODES:
                 raise
-            self.stats.commit_refused += 1
-            self.stats.note(str(exc))
-            _rewind(client, messages)
-            return False
+            return self._refused(client, messages, str(exc))
+        if not still_member(client, self._member):
+            return self._refused(client, messages, f"{context}: group session lost meanwhile")
         self.stats.commits += 1
         return True
+
+    def _refused(self, client: Any, messages: list[Any], why: str) -> bool:
+        self.stats.commit_refused += 1
+        self.stats.note(why)
+        _rewind(client, messages)
+        return False
 
     def handled(self, client: Any, messages: list[Any]) -> None:
         """The records are handled or dead-lettered: store their offsets (at_least_once).
@@ -169,6 +171,10 @@ class OffsetKeeper:
             raise
         _check_partitions(result, context)
         self.stats.commits += 1
+
+    def on_assign(self, consumer: Any) -> None:
+        """Remember which member received the assignment (at_most_once ownership check)."""
+        self._member = member_id(consumer)
 
     def on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
         """Commit what was handled before the partitions go to another member."""

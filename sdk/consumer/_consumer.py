@@ -489,6 +489,7 @@ class Consumer:
     def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
         self._assigned_at = time.monotonic()  # idle_timeout counts from here
         self._assigned |= {(tp.topic, tp.partition) for tp in partitions}
+        self._offsets.on_assign(consumer)
         if self._telemetry is not None:
             self._telemetry.rebalance("assigned", len(partitions))
 

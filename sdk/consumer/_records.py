@@ -84,7 +84,8 @@ class ConsumerStats:
             iterator was left, in the middle of a polled batch). They are lost, which is what
             at-most-once allows; this counter makes the loss visible.
         commit_refused: at_most_once only: batches whose pre-handling commit a rebalance
-            refused; they were not handled, and were rewound to be read again by their owner.
+            refused, or whose group session was lost around the commit; they were not
+            handled, and were rewound to be read again by their owner.
         stale_acks: ``ack()`` calls for records of a partition no longer assigned (or acked
             twice); nothing is stored for them.
         revoked: Rebalance revocations handled.

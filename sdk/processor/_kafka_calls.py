@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from sdk.errors import ConfigurationError, from_kafka_error
+from sdk._membership import REBALANCE_CODES, still_member
+from sdk.errors import ConfigurationError, KafkaClientError, from_kafka_error
 from sdk.observability import Outcome, Telemetry, TransactionSpan
 from sdk.processor._records import ProcessorStats
 from sdk.profiles import Guarantee, ProcessingProfile
@@ -25,6 +28,49 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+_ABANDONED: list[Any] = []
+"""Producers whose call never returned: kept referenced, because destroying a librdkafka
+handle waits for its threads and would hang the caller the guard just freed."""
+
+STALL_GRACE_S = 5.0
+"""Extra seconds a bounded call gets beyond its own timeout before it counts as stuck."""
+
+
+class CallStuckError(Exception):
+    """A librdkafka call did not return within its own timeout plus the grace."""
+
+
+def bounded(fn: Callable[[], T], limit_s: float, *, name: str) -> T:
+    """Run ``fn`` in a helper thread and wait at most ``limit_s`` seconds for it.
+
+    librdkafka's ``send_offsets_to_transaction`` can ignore its timeout and block for good when
+    the group coordinator moves (librdkafka issues #5456 and #5511, open for the 2.16 we use).
+    A blocked call would freeze the processor while it holds its partitions; bounding it turns
+    the hang into an error the recovery path handles (a new producer epoch fences the stuck
+    one).
+
+    Raises:
+        CallStuckError: ``fn`` had not returned after ``limit_s`` seconds (it keeps running).
+        BaseException: Whatever ``fn`` raised.
+    """
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=target, name=f"kafka-call-{name}", daemon=True).start()
+    if not done.wait(limit_s):
+        raise CallStuckError(f"{name} did not return within {limit_s:g}s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
 
 
 def _retriable(exc: BaseException) -> bool:
@@ -121,6 +167,7 @@ class TransactionalProducer:
         self.producer: Any = None
         self.open = False
         self.opened_at = 0.0
+        self._stuck = False
 
     def start(self) -> None:
         """Create the producer and run ``init_transactions()`` (fences older epochs).
@@ -188,16 +235,36 @@ class TransactionalProducer:
                 context="commit step 1 (flush)",
                 transactional=True,
             )
-        if offsets:  # step 2
-            call_kafka(
-                lambda: producer.send_offsets_to_transaction(
-                    offsets, group_metadata, self._timeout
-                ),
-                context="commit step 2 (send_offsets_to_transaction)",
-                stats=self._stats,
-                transactional=True,
-                telemetry=self._tel,
-            )
+        if offsets:  # step 2, bounded: librdkafka #5456/#5511 can ignore the timeout
+            context = "commit step 2 (send_offsets_to_transaction)"
+            limit = self._timeout + max(STALL_GRACE_S, self._timeout)
+            try:
+                call_kafka(
+                    lambda: bounded(
+                        lambda: producer.send_offsets_to_transaction(
+                            offsets, group_metadata, self._timeout
+                        ),
+                        limit,
+                        name="send_offsets_to_transaction",
+                    ),
+                    context=context,
+                    stats=self._stats,
+                    transactional=True,
+                    telemetry=self._tel,
+                )
+            except CallStuckError as exc:
+                self._stuck = True
+                self._stats.stalled_calls += 1
+                raise from_kafka_error(
+                    KafkaError(
+                        KafkaError._TIMED_OUT,
+                        f"no answer {limit:g}s after a call with a {self._timeout:g}s timeout "
+                        "(librdkafka #5456/#5511); the producer is abandoned and a new epoch "
+                        "fences it",
+                    ),
+                    context=context,
+                    transactional=True,
+                ) from exc
         call_kafka(  # step 3
             lambda: producer.commit_transaction(self._timeout),
             context="commit step 3 (commit_transaction)",
@@ -252,13 +319,16 @@ class TransactionalProducer:
             cause: The error that led here, if any.
         """
         self._end_span(outcome, cause)
-        if self.producer is not None:
+        if self.producer is not None and self._stuck:
+            _ABANDONED.append(self.producer)  # a call is still blocked in it: never destroy
+        elif self.producer is not None:
             try:
                 self.producer.purge()
                 self.producer.flush(0)
             except Exception:
                 pass
         self.producer = None
+        self._stuck = False
         self.open = False
 
     def _end_span(self, outcome: Outcome, cause: BaseException | None = None) -> None:
@@ -360,24 +430,60 @@ def rewind_to_committed(
 
 
 def commit_before_handling(
-    consumer: Any, records: list[Any], stats: ProcessorStats, telemetry: Telemetry | None
-) -> None:
+    consumer: Any,
+    records: list[Any],
+    stats: ProcessorStats,
+    telemetry: Telemetry | None,
+    assigned_as: str | None = "-",
+) -> bool:
     """at_most_once: commit the positions after ``records`` synchronously, before the handler.
 
+    The batch may be handled only if the commit was accepted for the member that received the
+    assignment (``assigned_as``, see :mod:`sdk._membership`): with the group session lost
+    before or after the commit, or the commit refused by a rebalance, the batch is not handled
+    and its partitions are rewound to its first offsets (their owner reads it again).
+
+    Returns:
+        True if the batch may be handled.
+
     Raises:
-        KafkaClientError: The commit failed after retries.
+        KafkaClientError: The commit failed after retries (other than by a rebalance).
     """
     from confluent_kafka import TopicPartition
 
     last: dict[tuple[str, int], int] = {}
+    first: dict[tuple[str, int], int] = {}
     for m in records:
-        last[(m.topic(), m.partition())] = m.offset() + 1
+        key = (m.topic(), m.partition())
+        first.setdefault(key, m.offset())
+        last[key] = m.offset() + 1
     offsets = [TopicPartition(t, p, o) for (t, p), o in sorted(last.items())]
-    call_kafka(
-        lambda: consumer.commit(offsets=offsets, asynchronous=False),
-        context="commit (at_most_once, before handling)",
-        stats=stats,
-        transactional=False,
-        telemetry=telemetry,
-    )
+    context = "commit (at_most_once, before handling)"
+
+    def refused(why: str) -> bool:
+        stats.commit_refused += 1
+        stats.note(f"{context}: {why}; batch not handled")
+        for (topic, partition), offset in sorted(first.items()):
+            # not assigned any more: its owner starts at the committed offset
+            with contextlib.suppress(Exception):
+                consumer.seek(TopicPartition(topic, partition, offset))
+        return False
+
+    if not still_member(consumer, assigned_as):
+        return refused("group session lost, commit not sent")
+    try:
+        call_kafka(
+            lambda: consumer.commit(offsets=offsets, asynchronous=False),
+            context=context,
+            stats=stats,
+            transactional=False,
+            telemetry=telemetry,
+        )
+    except KafkaClientError as exc:
+        if exc.code not in REBALANCE_CODES:
+            raise
+        return refused(str(exc))
+    if not still_member(consumer, assigned_as):
+        return refused("group session lost during the commit")
     stats.commits += 1
+    return True

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from confluent_kafka import KafkaException
 
+from sdk._membership import member_id
 from sdk.errors import (
     AmbiguousTransactionError,
     ClosedError,
@@ -122,6 +123,7 @@ class Processor:
         self._pending = 0
         self._last_commit = time.monotonic()
         self._callback_error: BaseException | None = None
+        self._member: str | None = None  # group member id that received the assignment
         self._failures_since_commit = 0
         pconfig: dict[str, Any] = dict(producer_config(profile, transactional_id, instance_id))
         self.transactional_id = pconfig.get("transactional.id")
@@ -228,8 +230,10 @@ class Processor:
             elif err.fatal():
                 raise from_kafka_error(err, context="consume")
         if records:
-            if self.guarantee is Guarantee.AT_MOST_ONCE:
-                commit_before_handling(self._consumer, records, self.stats, self._tel)
+            if self.guarantee is Guarantee.AT_MOST_ONCE and not commit_before_handling(
+                self._consumer, records, self.stats, self._tel, self._member
+            ):
+                return  # not handled: another member may own these partitions now
             self._handle(records)
         if self._due():
             self._commit_or_recover()
@@ -460,6 +464,7 @@ class Processor:
 
     # ---------------------------------------------------------------- rebalance callbacks
     def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
+        self._member = member_id(consumer)  # at_most_once: handle only as this member
         self.stats.note(f"assigned {len(partitions)} partitions")
         self._tel.rebalance("assigned", len(partitions))
 

@@ -78,11 +78,16 @@ class ProcessorStats:
         ambiguous: Commit/abort calls whose outcome was unknown.
         transaction_timeouts: Failures of a transaction older than transaction.timeout.ms.
         producer_recreations: Producers closed and created anew (init_transactions again).
+        stalled_calls: Transactional calls that ignored their timeout (librdkafka #5456) and
+            were abandoned; each is also counted in ``ambiguous``.
         handler_failures: Records (or batches) on which the handler failed every attempt.
         dead_lettered: Input records sent to the dead-letter topic.
         revoked: Rebalance revocations handled.
         lost: Partition losses handled.
         rewinds: Times the consumer was seeked back to its committed offsets.
+        commit_refused: at_most_once: batches not handled because a rebalance refused their
+            pre-handling commit or the group session was lost around it (rewound; see
+            :mod:`sdk._membership`).
     """
 
     records_in: int = 0
@@ -95,11 +100,13 @@ class ProcessorStats:
     ambiguous: int = 0
     transaction_timeouts: int = 0
     producer_recreations: int = 0
+    stalled_calls: int = 0
     handler_failures: int = 0
     dead_lettered: int = 0
     revoked: int = 0
     lost: int = 0
     rewinds: int = 0
+    commit_refused: int = 0
     events: list[str] = field(default_factory=list)
 
     def note(self, event: str) -> None:

@@ -48,6 +48,8 @@ class ProcessorProcess:
         self.stats_path = tmp / f"{name}-{stamp}.json"
         self.log_path = tmp / f"{name}-{stamp}.log"
         spec = {**args, "stats": str(self.stats_path), "instance": name}
+        if os.environ.get("RELIABILITY_TRACE"):  # per-batch trace (tests/reliability/worker.py)
+            spec["trace"] = str(tmp / f"{name}-{stamp}.trace")
         with self.log_path.open("wb") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "tests.reliability.worker", json.dumps(spec)],

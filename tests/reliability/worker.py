@@ -66,6 +66,57 @@ class GatedProducer:
         return self._client.commit_transaction(*args)
 
 
+class TracingConsumer:
+    """Holds a ``confluent_kafka.Consumer``; appends each batch and commit to a trace file.
+
+    One line per event: ``<time> consume p<partition> <first>-<last> n=<count>``, ``<time>
+    commit [(p, offset), ...] ok|<error>``, ``<time> assign|revoke|lost [...]``. Enabled by the
+    ``trace`` argument (``RELIABILITY_TRACE=1`` in the pipeline); used to attribute duplicates.
+    """
+
+    def __init__(self, config: dict[str, Any], path: Path) -> None:
+        from confluent_kafka import Consumer as KafkaConsumer
+
+        self._client = KafkaConsumer(config)
+        self._out = path.open("a", buffering=1)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def _line(self, text: str) -> None:
+        self._out.write(f"{time.time():.3f} {text}\n")
+
+    def subscribe(self, topics: list[str], **callbacks: Any) -> None:
+        def wrap(kind: str, fn: Any) -> Any:
+            def cb(consumer: Any, partitions: list[Any]) -> None:
+                self._line(f"{kind} {[(tp.partition) for tp in partitions]}")
+                fn(consumer, partitions)
+
+            return cb
+
+        self._client.subscribe(topics, **{k: wrap(k[3:], f) for k, f in callbacks.items()})
+
+    def consume(self, *args: Any) -> Any:
+        batch = self._client.consume(*args)
+        spans: dict[int, list[int]] = {}
+        for m in batch:
+            if m.error() is None:
+                spans.setdefault(m.partition(), []).append(m.offset())
+        for part, offs in sorted(spans.items()):
+            self._line(f"consume p{part} {offs[0]}-{offs[-1]} n={len(offs)}")
+        return batch
+
+    def commit(self, *args: Any, **kwargs: Any) -> Any:
+        offsets = [(tp.partition, tp.offset) for tp in kwargs.get("offsets") or []]
+        try:
+            result = self._client.commit(*args, **kwargs)
+        except Exception as exc:
+            self._line(f"commit {offsets} {exc!r}")
+            raise
+        self._line(f"commit {offsets} ok")
+        return result
+
+
 def main() -> None:
     args: dict[str, Any] = json.loads(sys.argv[1])
     faulthandler.register(signal.SIGUSR1)  # the pipeline's watchdog asks for the stacks
@@ -87,6 +138,11 @@ def main() -> None:
         instance_id=args["instance"],
         on_fenced="recreate",
         producer_factory=lambda config: GatedProducer(config, freeze, gate),
+        **(
+            {"consumer_factory": lambda config: TracingConsumer(config, Path(args["trace"]))}
+            if args.get("trace")
+            else {}
+        ),
     )
     stats_path = Path(args["stats"])
 

@@ -1,8 +1,9 @@
 """Commit error paths that a real broker cannot produce on demand, with a scripted client.
 
 Everything a broker can show deterministically is tested on the broker (test_ordering.py);
-this file covers only the race where a rebalance refuses at_most_once's pre-handling commit
-and a store for a partition that is no longer assigned.
+this file covers only the race where a rebalance refuses at_most_once's pre-handling commit,
+the group session lost around that commit (``memberid()`` cleared, see sdk/_membership.py) and
+a store for a partition that is no longer assigned.
 """
 
 from __future__ import annotations
@@ -58,6 +59,11 @@ class ScriptedClient:
         self.commits: list[list[tuple[str, int, int]]] = []
         self.seeks: list[tuple[str, int, int]] = []
         self.stored: list[tuple[str, int, int]] = []
+        self.member: str | None = "member-1"
+        self.members_after_commit: list[str | None] = []  # memberid() after each commit
+
+    def memberid(self) -> str | None:
+        return self.member
 
     def subscribe(self, topics: list[str], **callbacks: Any) -> None:
         callbacks["on_assign"](self, [])
@@ -71,6 +77,8 @@ class ScriptedClient:
         if offsets is None:
             raise KafkaException(KafkaError(KafkaError._NO_OFFSET))
         self.commits.append([(tp.topic, tp.partition, tp.offset) for tp in offsets])
+        if self.members_after_commit:
+            self.member = self.members_after_commit.pop(0)
         return offsets
 
     def store_offsets(self, offsets: Any) -> None:
@@ -100,6 +108,39 @@ def test_rebalance_refusing_the_pre_handling_commit_rewinds_and_handles_nothing(
     assert client.commits == [[("t", 0, 12), ("t", 1, 5)]]  # the second attempt committed
     assert seen == [10, 11, 4]  # handled once, after the successful commit
     assert (stats.commit_refused, stats.commits, stats.abandoned) == (1, 1, 0)
+
+
+def test_session_lost_during_the_commit_handles_nothing() -> None:
+    """The commit may have gone out without a member id (accepted while the group was empty)."""
+    batch = [Message("t", 0, 10), Message("t", 0, 11)]
+    client = ScriptedClient([batch], [], [])
+    client.members_after_commit = [None]  # librdkafka's session timed out meanwhile
+    seen: list[int] = []
+    with _consumer("at_most_once", client) as consumer:
+        stats = consumer.run(lambda r: seen.append(r.offset), idle_timeout=0.2)
+    assert client.commits == [[("t", 0, 12)]]
+    assert seen == []  # another member may own partition 0 and start from the older offset
+    assert client.seeks == [("t", 0, 10)]
+    assert (stats.commit_refused, stats.commits) == (1, 0)
+    assert any("group session lost" in e for e in stats.errors)
+
+
+def test_no_group_session_sends_no_commit_and_handles_nothing() -> None:
+    client = ScriptedClient([[Message("t", 0, 3)]], [], [])
+    seen: list[int] = []
+    with _consumer("at_most_once", client) as consumer:
+        client.member = None  # session timed out after the assignment, lost not served yet
+        stats = consumer.run(lambda r: seen.append(r.offset), idle_timeout=0.2)
+    assert (client.commits, seen, stats.commit_refused) == ([], [], 1)
+
+
+def test_a_new_member_id_after_a_new_assignment_is_the_owner() -> None:
+    client = ScriptedClient([[Message("t", 0, 3)]], [], [])
+    client.member = "member-2"  # rejoined before this assignment: on_assign saw member-2
+    seen: list[int] = []
+    with _consumer("at_most_once", client) as consumer:
+        stats = consumer.run(lambda r: seen.append(r.offset), max_records=1, idle_timeout=0.2)
+    assert (seen, stats.commits, stats.commit_refused) == ([3], 1, 0)
 
 
 def test_other_commit_errors_raise_and_nothing_is_handled() -> None:

@@ -235,3 +235,121 @@ def test_closed_processor_refuses_run() -> None:
     proc.close()
     with pytest.raises(ClosedError):
         proc.run()
+
+
+class MemberConsumer(FakeConsumer):
+    """A FakeConsumer with a group member id; ``lose_at_commit`` clears it during a commit."""
+
+    def __init__(self, records: list[FakeMessage]) -> None:
+        super().__init__(records)
+        self.member: str | None = "m-1"
+        self.lose_at_commit: list[bool] = []
+        self.commits: list[list[tuple[int, int]]] = []
+
+    def memberid(self) -> str | None:
+        return self.member
+
+    def commit(self, offsets: Any = None, asynchronous: bool = True) -> None:
+        self.commits.append([(tp.partition, tp.offset) for tp in offsets])
+        if self.lose_at_commit and self.lose_at_commit.pop(0):
+            self.member = None
+
+
+def _at_most_once(consumer: MemberConsumer) -> Processor:
+    FakeProducer.instances = []
+    side = {"guarantee": "at_most_once", "bootstrap_servers": "x:1"}
+    return Processor(
+        ProcessingProfile(
+            guarantee="at_most_once",
+            consumer={**side, "group_id": "g", "batch_size": 4},
+            producer=side,
+        ),
+        ["in"],
+        lambda r: [OutputRecord("out", r.value(), r.key())],
+        producer_factory=lambda c: FakeProducer(c, {}),
+        consumer_factory=lambda c: consumer,
+    )
+
+
+def test_at_most_once_batch_is_not_handled_when_the_session_is_lost_during_its_commit() -> None:
+    consumer = MemberConsumer([FakeMessage("in", 0, i, str(i).encode()) for i in range(8)])
+    consumer.lose_at_commit = [True]
+    proc = _at_most_once(consumer)
+    proc.state = ProcessorState.RUNNING
+    proc._start()
+    consumer.callbacks["on_assign"](consumer, [FakeTP("in", 0)])
+    proc._step()  # records 0-3: committed, but the member id was cleared meanwhile
+    assert consumer.commits == [[(0, 4)]]
+    assert FakeProducer.instances[0].pending == []  # not handled
+    assert consumer.seeks == [(0, 0)]  # rewound: the owner (maybe us, after rejoining) rereads
+    assert (proc.stats.commit_refused, proc.stats.records_in, proc.stats.commits) == (1, 0, 0)
+
+    consumer.member = "m-2"  # rejoined; the new assignment arrives before any record
+    consumer.callbacks["on_assign"](consumer, [FakeTP("in", 0)])
+    proc._step()
+    proc._step()
+    assert consumer.commits[1:] == [[(0, 4)], [(0, 8)]]
+    assert FakeProducer.instances[0].pending == [str(i).encode() for i in range(8)]
+    assert (proc.stats.commit_refused, proc.stats.records_in) == (1, 8)
+
+
+def test_at_most_once_sends_no_commit_without_a_group_session() -> None:
+    consumer = MemberConsumer([FakeMessage("in", 0, 0, b"0")])
+    proc = _at_most_once(consumer)
+    proc.state = ProcessorState.RUNNING
+    proc._start()
+    consumer.callbacks["on_assign"](consumer, [FakeTP("in", 0)])
+    consumer.member = None  # session timed out; lost not served yet
+    proc._step()
+    assert consumer.commits == [] and FakeProducer.instances[0].pending == []
+    assert proc.stats.commit_refused == 1
+
+
+def test_at_most_once_commit_refused_by_a_rebalance_is_not_raised() -> None:
+    consumer = MemberConsumer([FakeMessage("in", 0, 0, b"0")])
+    proc = _at_most_once(consumer)
+
+    def refuse(offsets: Any = None, asynchronous: bool = True) -> None:
+        raise KafkaException(KafkaError(KafkaError.ILLEGAL_GENERATION))
+
+    consumer.commit = refuse  # type: ignore[method-assign]
+    proc.state = ProcessorState.RUNNING
+    proc._start()
+    consumer.callbacks["on_assign"](consumer, [FakeTP("in", 0)])
+    proc._step()
+    assert FakeProducer.instances[0].pending == [] and proc.stats.commit_refused == 1
+
+
+def test_stuck_send_offsets_is_abandoned_and_a_new_epoch_redoes_the_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """librdkafka #5456: send_offsets_to_transaction ignoring its timeout must not freeze us."""
+    import threading
+
+    import sdk.processor._kafka_calls as calls
+
+    monkeypatch.setattr(calls, "STALL_GRACE_S", 0.2)
+    release = threading.Event()
+    real = FakeProducer.send_offsets_to_transaction
+
+    def hangs_once(self: FakeProducer, offsets: Any, gm: Any, timeout: float) -> None:
+        if self is FakeProducer.instances[0]:
+            release.wait(30)  # the first producer's call never returns (until the test ends)
+            return
+        real(self, offsets, gm, timeout)
+
+    monkeypatch.setattr(FakeProducer, "send_offsets_to_transaction", hangs_once)
+    proc, _ = make({})
+    proc._txn._timeout = 0.2
+    try:
+        drive(proc)
+        s = proc.stats
+        assert (s.stalled_calls, s.ambiguous, s.producer_recreations, s.rewinds) == (1, 1, 1, 1)
+        stuck = FakeProducer.instances[0]
+        assert stuck in calls._ABANDONED  # never destroyed while a call is blocked in it
+        assert stuck.pending and stuck.committed == []  # not purged: a call is still inside
+        assert committed_values() == [str(i).encode() for i in range(10)]
+        assert any("librdkafka #5456" in e for e in s.events)
+    finally:
+        release.set()
+        calls._ABANDONED.clear()

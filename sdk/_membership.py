@@ -1,0 +1,48 @@
+"""Group membership facts the at-most-once commit needs (shared by Consumer and Processor).
+
+An at-most-once batch may be handled only if its pre-handling commit was accepted *for this
+member's generation*. librdkafka clears the member id (``memberid()`` → ``None``) the moment
+its session times out, before the application has served the ``lost`` event; a commit sent
+then goes out without a member id and generation, and the broker accepts such a commit
+whenever the group is momentarily empty (e.g. every member's session expired while the group
+coordinator moved). The batch's partitions may meanwhile belong to another member that
+started from the older committed offset: handling the batch would duplicate it. The
+reliability pipeline measured exactly that (10,360 duplicates in one at_most_once run with a
+broker bounce) before this check existed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from confluent_kafka import KafkaError
+
+__all__ = ["REBALANCE_CODES", "member_id", "still_member"]
+
+REBALANCE_CODES = frozenset(
+    (
+        KafkaError.ILLEGAL_GENERATION,
+        KafkaError.UNKNOWN_MEMBER_ID,
+        KafkaError.REBALANCE_IN_PROGRESS,
+        KafkaError.FENCED_INSTANCE_ID,
+        KafkaError._ASSIGNMENT_LOST,
+    )
+)
+"""Commit errors that mean "not the owner (any more)": the batch is not handled."""
+
+
+def member_id(client: Any) -> str | None:
+    """The consumer's current group member id, or None (no group session right now).
+
+    Clients without ``memberid()`` (test doubles) report ``"-"``: always the same member.
+    """
+    get = getattr(client, "memberid", None)
+    if get is None:
+        return "-"
+    value = get()
+    return str(value) if value else None
+
+
+def still_member(client: Any, assigned_as: str | None) -> bool:
+    """Whether ``client`` is still the member that received the current assignment."""
+    return assigned_as is not None and member_id(client) == assigned_as
