@@ -33,6 +33,12 @@ def translate(kafka_error: Any, context: str, *, commit: bool = False) -> KafkaC
     return error
 
 
+RETRY_FOR_S = 15.0
+"""A retriable error is retried for at least this long (and at least ``attempts`` times): a
+group coordinator loading ``__consumer_offsets`` after a broker bounce answers
+COORDINATOR_LOAD_IN_PROGRESS for seconds."""
+
+
 def call_kafka(fn: Callable[[], T], *, context: str, commit: bool = False, attempts: int = 5) -> T:
     """Run one consumer call; retry it (exponential backoff) while the error is retriable.
 
@@ -40,7 +46,8 @@ def call_kafka(fn: Callable[[], T], *, context: str, commit: bool = False, attem
         fn: The call, e.g. ``lambda: client.commit(asynchronous=False)``.
         context: Name of the call, starts the error message.
         commit: See :func:`translate`.
-        attempts: Attempts in total before the last error is raised.
+        attempts: Attempts before the last error is raised (with more than one, retries go on
+            for at least :data:`RETRY_FOR_S` seconds too).
 
     Returns:
         What ``fn`` returned.
@@ -48,13 +55,18 @@ def call_kafka(fn: Callable[[], T], *, context: str, commit: bool = False, attem
     Raises:
         KafkaClientError: The translated error (CommitError for a refused commit).
     """
-    for attempt in range(1, attempts + 1):
+    started = time.monotonic()
+    attempt = 0
+    while True:
+        attempt += 1
         try:
             return fn()
         except KafkaException as exc:
             err = exc.args[0] if exc.args else None
             retriable = err is not None and err.retriable() and not err.fatal()
-            if not retriable or attempt == attempts:
+            spent = attempt >= attempts and (
+                attempts <= 1 or time.monotonic() - started >= RETRY_FOR_S
+            )
+            if not retriable or spent:
                 raise translate(err, context, commit=commit) from exc
             time.sleep(min(2.0, 0.05 * 2**attempt))
-    raise AssertionError("unreachable")  # pragma: no cover

@@ -8,7 +8,14 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+from tenacity import (
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_after_delay,
+    stop_all,
+    wait_exponential,
+)
 
 from sdk._membership import REBALANCE_CODES, still_member
 from sdk.errors import ConfigurationError, KafkaClientError, from_kafka_error
@@ -32,6 +39,11 @@ T = TypeVar("T")
 _ABANDONED: list[Any] = []
 """Producers whose call never returned: kept referenced, because destroying a librdkafka
 handle waits for its threads and would hang the caller the guard just freed."""
+
+RETRY_FOR_S = 15.0
+"""A retriable error is retried for at least this long (and at least ``attempts`` times): a
+group coordinator loading ``__consumer_offsets`` after a broker bounce answers
+COORDINATOR_LOAD_IN_PROGRESS for seconds, longer than five quick attempts last."""
 
 STALL_GRACE_S = 5.0
 """Extra seconds a bounded call gets beyond its own timeout before it counts as stuck."""
@@ -106,7 +118,8 @@ def call_kafka(
         context: Name of the call, starts the error message.
         stats: Counters (``retries`` is incremented per retry).
         transactional: Whether the call is a transactional producer call.
-        attempts: Attempts in total before the last error is raised.
+        attempts: Attempts before the last error is raised (with more than one, retries go on
+            for at least :data:`RETRY_FOR_S` seconds too).
         telemetry: Counts each retry as ``kafka_semantics.retries{operation=context}``.
 
     Returns:
@@ -123,10 +136,15 @@ def call_kafka(
         if telemetry is not None:
             telemetry.retry(context)
 
+    stop = (
+        stop_after_attempt(1)
+        if attempts <= 1
+        else stop_all(stop_after_attempt(attempts), stop_after_delay(RETRY_FOR_S))
+    )
     try:
         for attempt in Retrying(
             retry=retry_if_exception(_retriable),
-            stop=stop_after_attempt(attempts),
+            stop=stop,
             wait=wait_exponential(multiplier=0.05, max=2.0),
             before_sleep=before_sleep,
             reraise=True,

@@ -164,3 +164,20 @@ def test_a_failed_store_is_a_commit_error() -> None:
     client = ScriptedClient([[Message("t", 0, 0)]], [], [KafkaError._INVALID_ARG])
     with _consumer("at_least_once", client) as consumer, pytest.raises(CommitError):
         consumer.run(lambda r: None, idle_timeout=0.1)
+
+
+def test_a_retriable_commit_error_is_retried_for_a_while(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    import sdk.consumer._kafka as kafka
+
+    monkeypatch.setattr(kafka, "RETRY_FOR_S", 3.0)  # five attempts take 1.5 s of backoff
+    attempts: list[float] = []
+
+    def loading() -> None:
+        attempts.append(time.monotonic())
+        raise KafkaException(KafkaError(KafkaError.COORDINATOR_LOAD_IN_PROGRESS, retriable=True))
+
+    with pytest.raises(CommitError):
+        kafka.call_kafka(loading, context="commit", commit=True)
+    assert attempts[-1] - attempts[0] >= 3.0 and len(attempts) > 5

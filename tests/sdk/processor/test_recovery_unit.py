@@ -353,3 +353,32 @@ def test_stuck_send_offsets_is_abandoned_and_a_new_epoch_redoes_the_work(
     finally:
         release.set()
         calls._ABANDONED.clear()
+
+
+def test_a_retriable_error_is_retried_for_a_while_not_just_five_quick_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A coordinator loading __consumer_offsets answers COORDINATOR_LOAD_IN_PROGRESS for seconds."""
+    import time
+
+    import sdk.processor._kafka_calls as calls
+    from sdk.errors import KafkaClientError
+    from sdk.processor import ProcessorStats
+
+    monkeypatch.setattr(calls, "RETRY_FOR_S", 1.5)
+    attempts: list[float] = []
+
+    def loading() -> None:
+        attempts.append(time.monotonic())
+        raise KafkaException(KafkaError(KafkaError.COORDINATOR_LOAD_IN_PROGRESS, retriable=True))
+
+    with pytest.raises(KafkaClientError) as info:
+        calls.call_kafka(loading, context="commit", stats=ProcessorStats(), transactional=False)
+    assert attempts[-1] - attempts[0] >= 1.5 and len(attempts) > 5
+    assert "COORDINATOR_LOAD_IN_PROGRESS" in str(info.value)
+    attempts.clear()
+    with pytest.raises(KafkaClientError):  # attempts=1: no retry at all
+        calls.call_kafka(
+            loading, context="flush", stats=ProcessorStats(), transactional=False, attempts=1
+        )
+    assert len(attempts) == 1
