@@ -3,6 +3,9 @@
 # Apache Kafka broker jars from Maven Central into ~/.cache/kafka-semantics), then:
 #   ./dev.sh demo   - run the main demo against an embedded local Kafka broker
 #   ./dev.sh test   - run the whole test suite against real local brokers
+# Targets beyond the two set-up commands:
+#   ./dev.sh reliability [args]  - fault pipeline / soak target (python -m tests.reliability.run)
+#   ./dev.sh bench [args]        - benchmarks against peers (python -m benchmarks.run)
 # Needs: python3 >= 3.11, java >= 17, mvn (only for the first jar download).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -27,6 +30,8 @@ setup() {
 case "${1:-}" in
   demo) shift; setup; exec "$PY" examples/guarantees_demo.py "$@" ;;
   test) shift; setup; exec "$PY" -m pytest "$@" ;;
+  reliability) shift; setup; exec "$PY" -m tests.reliability.run "$@" ;;
+  bench) shift; setup; exec "$PY" -m benchmarks.run "$@" ;;
   setup) setup ;;
-  *) echo "usage: ./dev.sh demo|test [args...]" >&2; exit 2 ;;
+  *) echo "usage: ./dev.sh demo|test|reliability|bench [args...]" >&2; exit 2 ;;
 esac

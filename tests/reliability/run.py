@@ -5,8 +5,9 @@ Usage: ``python -m tests.reliability.run [--records N] [--guarantee G] [--soak-s
 Starts its own 3-node ``LocalCluster``, runs the fault pipeline (tests/reliability/_pipeline.py)
 for each chosen guarantee with N records (default 1,000,000), stores the results in
 docs/reliability-results.json and regenerates the table in docs/reliability.md. With
-``--soak-seconds`` it runs the soak mode instead (steady ``--rate``; throughput, p50/p99
-end-to-end latency per 5 s window; plot docs/reliability-soak.png).
+``--soak-seconds`` it runs the soak mode instead for each chosen guarantee (steady ``--rate``
+after a ``--warmup``; throughput, p50/p99 end-to-end latency per 5 s window; plot
+docs/reliability-soak.png). ``./dev.sh reliability [args]`` runs it from the repository root.
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ def _soak_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def _plot(rows: list[dict[str, Any]], path: Path) -> bool:
+def _plot(soaks: dict[str, dict[str, Any]], path: Path) -> bool:
+    """One panel per soaked guarantee: p50/p99 latency and acknowledged/read records/s."""
     try:
         import matplotlib
 
@@ -68,19 +70,40 @@ def _plot(rows: list[dict[str, Any]], path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    fig, ax = plt.subplots(figsize=(8, 4))
-    t = [r["t"] for r in rows]
-    ax.plot(t, [r["p50_ms"] for r in rows], label="p50 latency (ms)")
-    ax.plot(t, [r["p99_ms"] for r in rows], label="p99 latency (ms)")
-    ax.set_xlabel("seconds")
-    ax.set_ylabel("ms")
-    ax2 = ax.twinx()
-    ax2.plot(t, [r["records_per_s"] for r in rows], "k:", label="read records/s")
-    ax2.set_ylabel("records/s")
-    fig.legend(loc="upper right")
+    fig, axes = plt.subplots(len(soaks), 1, figsize=(8, 3.2 * len(soaks)), squeeze=False)
+    for ax, (g, soak) in zip(axes[:, 0], soaks.items(), strict=True):
+        rows = soak["rows"]
+        t = [r["t"] for r in rows]
+        ax.plot(t, [r["p50_ms"] for r in rows], label="p50 latency (ms)")
+        ax.plot(t, [r["p99_ms"] for r in rows], label="p99 latency (ms)")
+        ax.set_title(f"{g}: {soak['rate']:,} records/s offered")
+        ax.set_xlabel("seconds after warm-up")
+        ax.set_ylabel("ms")
+        ax.set_ylim(bottom=0)
+        ax2 = ax.twinx()
+        ax2.plot(t, [r.get("sent_per_s", 0) for r in rows], "g--", label="acknowledged to source/s")
+        ax2.plot(t, [r["records_per_s"] for r in rows], "k:", label="read from output/s")
+        ax2.set_ylabel("records/s")
+        ax2.set_ylim(bottom=0, top=max(soak["rate"] * 1.5, 1))
+        lines = ax.get_lines() + ax2.get_lines()
+        ax.legend(lines, [line.get_label() for line in lines], loc="upper right", fontsize=7)
     fig.tight_layout()
     fig.savefig(path)
+    plt.close(fig)
     return True
+
+
+def _soak_block(soaks: dict[str, dict[str, Any]]) -> str:
+    parts = []
+    for g, soak in soaks.items():
+        parts.append(
+            f"{g}, {soak['rate']:,} records/s offered for {soak['seconds']:g} s after a "
+            f"{soak['warmup']:g} s warm-up; {soak['sent']:,} records acknowledged to the source, "
+            f"{soak['read']:,} read from the output ({soak['distinct_read']:,} distinct), the "
+            f"last {soak['drain_seconds']:g} s after the source finished:\n\n"
+            + _soak_table(soak["rows"])
+        )
+    return "\n\n".join(parts)
 
 
 def regenerate(results: dict[str, Any]) -> None:
@@ -88,10 +111,7 @@ def regenerate(results: dict[str, Any]) -> None:
     text = DOCS.read_text()
     blocks = {"pipeline": _table(results)}
     if results.get("soak"):
-        blocks["soak"] = (
-            f"{results['soak']['guarantee']}, {results['soak']['rate']:,} records/s offered for "
-            f"{results['soak']['seconds']} s:\n\n" + _soak_table(results["soak"]["rows"])
-        )
+        blocks["soak"] = _soak_block(results["soak"])
     for name, body in blocks.items():
         pattern = re.compile(rf"(<!-- {name}:begin -->\n).*?(<!-- {name}:end -->)", re.S)
         text = pattern.sub(lambda m, b=body: m.group(1) + b + "\n" + m.group(2), text)
@@ -108,18 +128,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--guarantee", choices=[*GUARANTEES, "all"], default="all")
-    parser.add_argument("--rate", type=float, default=10_000.0, help="source records/s")
-    parser.add_argument("--soak-seconds", type=float, default=0.0)
+    parser.add_argument(
+        "--rate", type=float, default=None, help="source records/s (default 10,000; soak 2,000)"
+    )
+    parser.add_argument(
+        "--soak-seconds", type=float, default=0.0, help="run the soak mode for S seconds instead"
+    )
+    parser.add_argument("--warmup", type=float, default=15.0, help="soak warm-up, not reported")
     args = parser.parse_args()
+    if args.rate is None:
+        args.rate = 2_000.0 if args.soak_seconds else 10_000.0
     results: dict[str, Any] = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     chosen = GUARANTEES if args.guarantee == "all" else (args.guarantee,)
     with LocalCluster(nodes=3) as cluster, tempfile.TemporaryDirectory() as tmp:
         if args.soak_seconds:
-            g = chosen[0]
-            rows = run_soak(cluster, g, args.soak_seconds, args.rate, Path(tmp))
-            soak = {"guarantee": g, "rate": int(args.rate), "seconds": args.soak_seconds}
-            results["soak"] = {**soak, "rows": rows}
-            _plot(rows, DOCS.with_name("reliability-soak.png"))
+            soaks: dict[str, dict[str, Any]] = {}
+            for g in chosen:
+                soak = run_soak(
+                    cluster, g, args.soak_seconds, args.rate, Path(tmp), warmup=args.warmup
+                )
+                soaks[g] = {"rate": int(args.rate), "seconds": args.soak_seconds, **soak}
+                soaks[g]["warmup"] = args.warmup
+            results["soak"] = soaks
+            _plot(soaks, DOCS.with_name("reliability-soak.png"))
         else:
             for g in chosen:
                 result = run_pipeline(cluster, g, args.records, Path(tmp), rate=args.rate)
