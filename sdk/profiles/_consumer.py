@@ -28,13 +28,18 @@ CONSUMER_REASONS: dict[str, str] = {
     "isolation.level": "read_committed hides aborted and open transactions' records",
 }
 
-_ASSIGNORS = {
-    "range": "range",
-    "round_robin": "roundrobin",
-    "roundrobin": "roundrobin",
-    "cooperative_sticky": "cooperative-sticky",
-    "cooperative-sticky": "cooperative-sticky",
-}
+_LIBRDKAFKA_SPELLINGS = {"roundrobin": "round_robin", "cooperative-sticky": "cooperative_sticky"}
+"""librdkafka's strategy names, accepted as aliases of the sdk.assignors registry names."""
+
+
+def _assignor_keys(assignor: str | None, group_protocol: str) -> dict[str, str]:
+    """The librdkafka keys for ``assignor`` (validated by the one assignor registry)."""
+    if assignor is None:
+        return {}
+    from sdk.assignors import assignor_config  # lazy: the assignors build on the profiles
+
+    name = _LIBRDKAFKA_SPELLINGS.get(assignor, assignor)
+    return assignor_config(name, "consumer" if group_protocol == "consumer" else "classic")
 
 
 class ConsumerProfile(ProfileModel):
@@ -69,18 +74,7 @@ class ConsumerProfile(ProfileModel):
                 "records of aborted transactions",
                 field="isolation_level",
             )
-        if self.assignor is not None and self.assignor not in _ASSIGNORS:
-            raise ConfigurationError(
-                f"assignor: unknown native assignor {self.assignor!r}; valid: "
-                f"{', '.join(sorted(_ASSIGNORS))}",
-                field="assignor",
-            )
-        if self.group_protocol == "consumer" and self.assignor is not None:
-            raise ConfigurationError(
-                "assignor: with group_protocol='consumer' (KIP-848) the broker assigns; set "
-                "extras['group.remote.assignor'] instead of a client-side assignor",
-                field="assignor",
-            )
+        _assignor_keys(self.assignor, self.group_protocol)  # raises ConfigurationError
         check_extras(self.extras, self.critical(), self.guarantee, CONSUMER_REASONS)
         return self
 
@@ -110,8 +104,7 @@ class ConsumerProfile(ProfileModel):
             config["group.protocol"] = "consumer"
         else:
             config["session.timeout.ms"] = self.session_timeout_ms
-            if self.assignor is not None:
-                config["partition.assignment.strategy"] = _ASSIGNORS[self.assignor]
+        config.update(_assignor_keys(self.assignor, self.group_protocol))
         if self.client_id:
             config["client.id"] = self.client_id
         config.update(self.security.render())

@@ -49,7 +49,9 @@ DESCRIPTIONS: dict[str, str] = {
     "session_timeout_ms": "classic protocol: a member silent this long is removed",
     "max_poll_interval_ms": "a member that does not poll this long leaves the group",
     "group_protocol": "classic, or consumer (KIP-848, server-side assignment)",
-    "assignor": "classic protocol: range, round_robin or cooperative_sticky (librdkafka-native)",
+    "assignor": "a name from sdk.assignors with a native strategy (range, round_robin, "
+    "cooperative_sticky); with group_protocol consumer (KIP-848) it selects the broker's "
+    "group.remote.assignor (range, sticky/cooperative_sticky -> uniform)",
     "batch_size": "records taken per poll (the unit of at_most_once's commit-before-handling)",
     "failure": "what happens when the handler fails (see FailurePolicy)",
     "consumer": "the ConsumerProfile of the input side (same guarantee)",

@@ -181,3 +181,48 @@ def test_profiles_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     profiles = load_profiles()
     consumer = profiles.consumer("logs")
     assert consumer.bootstrap_servers == "10.0.0.1:9092" and consumer.group_id == "logs"
+
+
+@pytest.mark.parametrize(
+    ("assignor", "protocol", "expected"),
+    [
+        ("range", "classic", {"partition.assignment.strategy": "range"}),
+        ("round_robin", "classic", {"partition.assignment.strategy": "roundrobin"}),
+        ("roundrobin", "classic", {"partition.assignment.strategy": "roundrobin"}),
+        ("cooperative-sticky", "classic", {"partition.assignment.strategy": "cooperative-sticky"}),
+        ("sticky", "consumer", {"group.protocol": "consumer", "group.remote.assignor": "uniform"}),
+        ("range", "consumer", {"group.protocol": "consumer", "group.remote.assignor": "range"}),
+    ],
+)
+def test_consumer_assignor_comes_from_the_assignor_registry(
+    assignor: str, protocol: str, expected: dict[str, str]
+) -> None:
+    config = ConsumerProfile(
+        guarantee="at_least_once",
+        bootstrap_servers="x:1",
+        group_id="g",
+        assignor=assignor,
+        group_protocol=protocol,
+    ).render()
+    assert {k: v for k, v in config.items() if k in expected} == expected
+    assert ("session.timeout.ms" in config) == (protocol == "classic")
+
+
+@pytest.mark.parametrize(
+    ("assignor", "protocol", "says"),
+    [
+        ("nope", "classic", "unknown assignor 'nope'"),
+        ("sticky", "classic", "Python-only"),  # no native strategy: GroupAssignedConsumer
+        ("round_robin", "consumer", "no server-side equivalent"),
+    ],
+)
+def test_consumer_assignor_errors_name_the_field(assignor: str, protocol: str, says: str) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        ConsumerProfile(
+            guarantee="at_least_once",
+            bootstrap_servers="x:1",
+            group_id="g",
+            assignor=assignor,
+            group_protocol=protocol,
+        )
+    assert info.value.field == "assignor" and says in str(info.value)
