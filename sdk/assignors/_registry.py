@@ -11,11 +11,10 @@ Lookup order for a name: the built-ins and :func:`register_assignor` registratio
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from importlib import metadata
 from typing import Any
 
+from sdk._registry import Registry
 from sdk.assignors._builtin import (
     CooperativeStickyAssignor,
     RangeAssignor,
@@ -51,64 +50,6 @@ _BUILTINS: dict[str, AssignorFactory] = {
     "sticky": StickyAssignor,
 }
 
-_lock = threading.Lock()
-_registered: dict[str, AssignorFactory] = dict(_BUILTINS)
-
-
-def register_assignor(name: str, factory: AssignorFactory, *, replace: bool = False) -> None:
-    """Register an assignor factory under ``name``.
-
-    Args:
-        name: The name profiles use.
-        factory: Zero-argument callable (a class, or ``lambda: instance``).
-        replace: Allow replacing an existing registration (never a built-in).
-
-    Raises:
-        ConfigurationError: The name is empty, a built-in, or taken and ``replace`` is False.
-    """
-    if not name:
-        raise ConfigurationError("an assignor name must not be empty", field="assignor")
-    with _lock:
-        if name in _BUILTINS:
-            raise ConfigurationError(
-                f"{name!r} is a built-in assignor and cannot be replaced", field="assignor"
-            )
-        if name in _registered and not replace:
-            raise ConfigurationError(
-                f"assignor {name!r} is already registered (pass replace=True)", field="assignor"
-            )
-        _registered[name] = factory
-
-
-def unregister_assignor(name: str) -> None:
-    """Remove a registration made with :func:`register_assignor` (missing names are ignored).
-
-    Args:
-        name: The registered name.
-
-    Raises:
-        ConfigurationError: ``name`` is a built-in.
-    """
-    if name in _BUILTINS:
-        raise ConfigurationError(f"{name!r} is a built-in assignor", field="assignor")
-    with _lock:
-        _registered.pop(name, None)
-
-
-def _entry_points() -> dict[str, metadata.EntryPoint]:
-    return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
-
-
-def available_assignors() -> list[str]:
-    """Return every resolvable name, sorted: built-ins, registrations and entry points.
-
-    Returns:
-        The sorted names.
-    """
-    with _lock:
-        names = set(_registered)
-    return sorted(names | set(_entry_points()))
-
 
 def _check(candidate: Any, origin: str) -> Assignor:
     missing = [attr for attr in ("name", "native_name", "assign") if not hasattr(candidate, attr)]
@@ -129,20 +70,50 @@ def _check(candidate: Any, origin: str) -> Assignor:
     return result
 
 
-def _from_entry_point(ep: metadata.EntryPoint) -> Assignor:
-    origin = f"entry point {ep.name!r} ({ep.value}) of group {ENTRY_POINT_GROUP!r}"
-    try:
-        loaded = ep.load()
-    except Exception as exc:
-        raise ConfigurationError(f"could not load {origin}: {exc}", field="assignor") from exc
-    if isinstance(loaded, type) or not hasattr(loaded, "assign"):
-        if not callable(loaded):
-            raise ConfigurationError(f"{origin} is not an Assignor", field="assignor")
-        try:
-            loaded = loaded()
-        except Exception as exc:
-            raise ConfigurationError(f"{origin} failed: {exc}", field="assignor") from exc
-    return _check(loaded, origin)
+_REGISTRY: Registry[Assignor] = Registry(
+    kind="assignor",
+    type_name="an Assignor",
+    group=ENTRY_POINT_GROUP,
+    builtins=_BUILTINS,
+    default=DEFAULT_ASSIGNOR,
+    method="assign",
+    check=_check,
+)
+
+
+def register_assignor(name: str, factory: AssignorFactory, *, replace: bool = False) -> None:
+    """Register an assignor factory under ``name``.
+
+    Args:
+        name: The name profiles use.
+        factory: Zero-argument callable (a class, or ``lambda: instance``).
+        replace: Allow replacing an existing registration (never a built-in).
+
+    Raises:
+        ConfigurationError: The name is empty, a built-in, or taken and ``replace`` is False.
+    """
+    _REGISTRY.register(name, factory, replace=replace)
+
+
+def unregister_assignor(name: str) -> None:
+    """Remove a registration made with :func:`register_assignor` (missing names are ignored).
+
+    Args:
+        name: The registered name.
+
+    Raises:
+        ConfigurationError: ``name`` is a built-in.
+    """
+    _REGISTRY.unregister(name)
+
+
+def available_assignors() -> list[str]:
+    """Return every resolvable name, sorted: built-ins, registrations and entry points.
+
+    Returns:
+        The sorted names.
+    """
+    return _REGISTRY.available()
 
 
 def resolve_assignor(spec: str | Assignor | None = None) -> Assignor:
@@ -160,26 +131,4 @@ def resolve_assignor(spec: str | Assignor | None = None) -> Assignor:
         ConfigurationError: Unknown name (the message lists the valid ones), a broken entry
             point, or an object that is not an Assignor.
     """
-    if spec is None:
-        spec = DEFAULT_ASSIGNOR
-    if not isinstance(spec, str):
-        return _check(spec, "the assignor")
-    with _lock:
-        factory = _registered.get(spec)
-    if factory is not None:
-        try:
-            made = factory()
-        except ConfigurationError:
-            raise
-        except Exception as exc:
-            raise ConfigurationError(
-                f"assignor factory {spec!r} failed: {exc}", field="assignor"
-            ) from exc
-        return _check(made, f"assignor {spec!r}")
-    entry_points = _entry_points()
-    if spec in entry_points:
-        return _from_entry_point(entry_points[spec])
-    raise ConfigurationError(
-        f"unknown assignor {spec!r}; valid names: {', '.join(available_assignors())}",
-        field="assignor",
-    )
+    return _REGISTRY.resolve(spec)
