@@ -38,6 +38,8 @@ COUNTERS = (
     "ambiguous",
     "lost",
     "rewinds",
+    "commit_refused",
+    "stalled_calls",
 )
 
 
