@@ -60,6 +60,7 @@ __all__ = [
     "TransactionError",
     "UnknownTopicError",
     "from_kafka_error",
+    "is_transient",
 ]
 
 
@@ -228,6 +229,37 @@ class BrokerStartError(ClusterError):
 def _call(obj: Any, name: str) -> Any:
     method = getattr(obj, name, None)
     return method() if callable(method) else None
+
+
+def is_transient(kafka_error: Any) -> bool:
+    """Whether retrying the same call may succeed.
+
+    True for librdkafka's ``retriable()`` flag or a coordinator/timeout code, unless the error
+    is fatal or requires a transaction abort. librdkafka does not flag every transient error:
+    a synchronous ``commit()`` refused with COORDINATOR_LOAD_IN_PROGRESS (a group coordinator
+    still loading ``__consumer_offsets`` after a broker bounce) has ``retriable() == False``;
+    the reliability pipeline saw processors crash on it.
+
+    Args:
+        kafka_error: A ``confluent_kafka.KafkaError`` (anything else is not transient).
+
+    Returns:
+        True if the same call is worth retrying.
+    """
+    from confluent_kafka import KafkaError
+
+    if _call(kafka_error, "fatal") or _call(kafka_error, "txn_requires_abort"):
+        return False
+    if _call(kafka_error, "retriable"):
+        return True
+    return _call(kafka_error, "code") in (
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.NETWORK_EXCEPTION,
+        KafkaError._WAIT_COORD,
+    )
 
 
 def from_kafka_error(

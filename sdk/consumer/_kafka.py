@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from confluent_kafka import KafkaException
 
-from sdk.errors import CommitError, KafkaClientError, from_kafka_error
+from sdk.errors import CommitError, KafkaClientError, from_kafka_error, is_transient
 
 __all__ = ["call_kafka", "translate"]
 
@@ -63,7 +63,7 @@ def call_kafka(fn: Callable[[], T], *, context: str, commit: bool = False, attem
             return fn()
         except KafkaException as exc:
             err = exc.args[0] if exc.args else None
-            retriable = err is not None and err.retriable() and not err.fatal()
+            retriable = err is not None and is_transient(err)
             spent = attempt >= attempts and (
                 attempts <= 1 or time.monotonic() - started >= RETRY_FOR_S
             )

@@ -18,7 +18,7 @@ from tenacity import (
 )
 
 from sdk._membership import REBALANCE_CODES, still_member
-from sdk.errors import ConfigurationError, KafkaClientError, from_kafka_error
+from sdk.errors import ConfigurationError, KafkaClientError, from_kafka_error, is_transient
 from sdk.observability import Outcome, Telemetry, TransactionSpan
 from sdk.processor._records import ProcessorStats
 from sdk.profiles import Guarantee, ProcessingProfile
@@ -90,16 +90,7 @@ def _retriable(exc: BaseException) -> bool:
 
     if not isinstance(exc, KafkaException) or not exc.args:
         return False
-    err = exc.args[0]
-    retriable = getattr(err, "retriable", None)
-    fatal = getattr(err, "fatal", None)
-    abort = getattr(err, "txn_requires_abort", None)
-    return bool(
-        callable(retriable)
-        and retriable()
-        and not (callable(fatal) and fatal())
-        and not (callable(abort) and abort())
-    )
+    return is_transient(exc.args[0])
 
 
 def call_kafka(

@@ -6,7 +6,7 @@ import pytest
 from confluent_kafka import KafkaError
 
 from sdk import errors
-from sdk.errors import from_kafka_error
+from sdk.errors import from_kafka_error, is_transient
 
 
 @pytest.mark.parametrize(
@@ -45,3 +45,21 @@ def test_every_class_in_all_is_an_sdk_error() -> None:
         obj = getattr(errors, name)
         if isinstance(obj, type):
             assert issubclass(obj, errors.SdkError), name
+
+
+@pytest.mark.parametrize(
+    ("error", "transient"),
+    [
+        (KafkaError(KafkaError.COORDINATOR_LOAD_IN_PROGRESS), True),  # unflagged from commit()
+        (KafkaError(KafkaError.NOT_COORDINATOR), True),
+        (KafkaError(KafkaError._WAIT_COORD), True),
+        (KafkaError(KafkaError.LEADER_NOT_AVAILABLE, retriable=True), True),
+        (KafkaError(KafkaError.COORDINATOR_LOAD_IN_PROGRESS, fatal=True), False),
+        (KafkaError(KafkaError.NOT_COORDINATOR, txn_requires_abort=True), False),
+        (KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED), False),
+        (KafkaError(KafkaError.ILLEGAL_GENERATION), False),
+        ("not a KafkaError", False),
+    ],
+)
+def test_is_transient(error: object, transient: bool) -> None:
+    assert is_transient(error) is transient
