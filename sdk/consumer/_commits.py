@@ -14,6 +14,7 @@ from sdk.consumer._kafka import call_kafka, translate
 from sdk.consumer._offsets import AckTracker
 from sdk.consumer._records import ConsumerStats
 from sdk.errors import KafkaClientError, SdkError
+from sdk.observability import Telemetry
 from sdk.profiles import Guarantee
 
 __all__ = ["OffsetKeeper", "next_offsets"]
@@ -64,6 +65,7 @@ class OffsetKeeper:
         self.tracker = AckTracker()
         self._alo = guarantee is Guarantee.AT_LEAST_ONCE
         self._member: str | None = None  # the member id that received the assignment
+        self.telemetry: Telemetry | None = None  # set by the Consumer
 
     def before_handling(self, client: Any, messages: list[Any]) -> bool:
         """at_most_once: commit the batch synchronously before any handler sees it.
@@ -106,6 +108,8 @@ class OffsetKeeper:
     def _refused(self, client: Any, messages: list[Any], why: str) -> bool:
         self.stats.commit_refused += 1
         self.stats.note(why)
+        if self.telemetry is not None:
+            self.telemetry.safeguard("unowned_batch", f"{why}; batch not handled")
         _rewind(client, messages)
         return False
 

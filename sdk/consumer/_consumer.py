@@ -131,6 +131,7 @@ class Consumer:
             None if telemetry is False else (telemetry or Telemetry.default())
         )
         self._failure.telemetry = self._telemetry
+        self._offsets.telemetry = self._telemetry
 
     # ------------------------------------------------------------------ lifecycle
     @property

@@ -33,12 +33,14 @@ __all__ = [
     "METRIC_PROCESS_DURATION",
     "METRIC_REBALANCES",
     "METRIC_RETRIES",
+    "METRIC_SAFEGUARDS",
     "METRIC_SENT",
     "METRIC_TRANSACTIONS",
     "METRIC_TRANSACTION_DURATION",
     "OUTCOME",
     "REBALANCE_KIND",
     "RETRY_OPERATION",
+    "SAFEGUARD",
     "TRANSACTIONAL_ID",
     "TRANSACTION_INPUT_RECORDS",
 ]
@@ -64,6 +66,7 @@ TRANSACTION_INPUT_RECORDS: Final = "kafka_semantics.transaction.input_records"
 OUTCOME: Final = "kafka_semantics.transaction.outcome"
 REBALANCE_KIND: Final = "kafka_semantics.rebalance.kind"
 RETRY_OPERATION: Final = "kafka_semantics.retry.operation"
+SAFEGUARD: Final = "kafka_semantics.safeguard"
 
 # --- metrics (semantic-convention names where one exists)
 METRIC_SENT: Final = "messaging.client.sent.messages"
@@ -77,4 +80,5 @@ METRIC_DEAD_LETTERED: Final = "kafka_semantics.dead_lettered"
 METRIC_TRANSACTIONS: Final = "kafka_semantics.transactions"
 METRIC_TRANSACTION_DURATION: Final = "kafka_semantics.transaction.duration"
 METRIC_REBALANCES: Final = "kafka_semantics.rebalances"
+METRIC_SAFEGUARDS: Final = "kafka_semantics.safeguards"
 METRIC_CONSUMER_LAG: Final = "kafka_semantics.consumer.lag"

@@ -16,10 +16,16 @@ from sdk.observability import _conventions as c
 from sdk.observability._metrics import Instruments
 from sdk.observability._stats import LagTable, PartitionLag
 
-__all__ = ["RECHECK_S", "MetricHooks", "RebalanceKind", "attributes"]
+__all__ = ["RECHECK_S", "MetricHooks", "RebalanceKind", "Safeguard", "attributes"]
 
 RebalanceKind = Literal["assigned", "revoked", "lost"]
 _KINDS: tuple[str, ...] = get_args(RebalanceKind)
+
+Safeguard = Literal["unowned_batch", "stalled_call"]
+"""``unowned_batch``: an at_most_once batch was not handled because its pre-handling commit was
+refused or the group session was lost around it (sdk/_membership.py). ``stalled_call``: a
+transactional call ignored its timeout and its producer was abandoned (librdkafka #5456)."""
+_SAFEGUARDS: tuple[str, ...] = get_args(Safeguard)
 RECHECK_S = 1.0  # how often the no-SDK path looks whether a global provider was installed
 _log = logging.getLogger("sdk.observability")
 
@@ -144,6 +150,20 @@ class MetricHooks:
             partitions,
             extra={"rebalance": kind, "partitions": partitions},
         )
+
+    def safeguard(self, name: Safeguard, detail: str = "") -> None:
+        """Count one safeguard stepping in and log it as a warning (worth an alert).
+
+        Raises:
+            ConfigurationError: ``name`` is not a known safeguard.
+        """
+        if name not in _SAFEGUARDS:
+            raise ConfigurationError(
+                f"safeguard {name!r}: valid: {', '.join(_SAFEGUARDS)}", field="name"
+            )
+        if self.metrics_enabled():
+            self.instruments.safeguards.add(1, {c.MESSAGING_SYSTEM: "kafka", c.SAFEGUARD: name})
+        _log.warning("safeguard %s: %s", name, detail, extra={"safeguard": name})
 
     def record_stats(self, stats_json: str | bytes, group: str | None = None) -> None:
         """Take one librdkafka statistics JSON (``stats_cb``); feeds the consumer-lag gauge.

@@ -86,6 +86,11 @@ class Instruments:
             unit="{rebalance}",
             description="Rebalance callbacks, by kind (assigned/revoked/lost).",
         )
+        self.safeguards = meter.create_counter(
+            c.METRIC_SAFEGUARDS,
+            unit="{event}",
+            description="Times a guarantee's safeguard stepped in (unowned_batch, stalled_call).",
+        )
         self.lag = meter.create_observable_gauge(
             c.METRIC_CONSUMER_LAG,
             callbacks=[self._observe_lag],

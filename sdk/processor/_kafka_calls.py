@@ -264,6 +264,7 @@ class TransactionalProducer:
             except CallStuckError as exc:
                 self._stuck = True
                 self._stats.stalled_calls += 1
+                self._tel.safeguard("stalled_call", f"{context}: {exc}; producer abandoned")
                 raise from_kafka_error(
                     KafkaError(
                         KafkaError._TIMED_OUT,
@@ -472,6 +473,8 @@ def commit_before_handling(
     def refused(why: str) -> bool:
         stats.commit_refused += 1
         stats.note(f"{context}: {why}; batch not handled")
+        if telemetry is not None:
+            telemetry.safeguard("unowned_batch", f"{context}: {why}; batch not handled")
         for (topic, partition), offset in sorted(first.items()):
             # not assigned any more: its owner starts at the committed offset
             with contextlib.suppress(Exception):

@@ -125,6 +125,20 @@ def test_session_lost_during_the_commit_handles_nothing() -> None:
     assert any("group session lost" in e for e in stats.errors)
 
 
+def test_an_unowned_batch_is_a_safeguard_metric() -> None:
+    from tests.sdk.observability._support import make_otel
+
+    otel = make_otel()
+    client = ScriptedClient([[Message("t", 0, 10)]], [], [])
+    client.members_after_commit = [None]
+    profile = ConsumerProfile(guarantee="at_most_once", bootstrap_servers="unused:1", group_id="g")
+    consumer = Consumer(profile, ["t"], client_factory=lambda cfg: client, telemetry=otel.telemetry)
+    with consumer:
+        consumer.run(lambda r: None, idle_timeout=0.2)
+    key = {"kafka_semantics.safeguard": "unowned_batch"}
+    assert otel.total("kafka_semantics.safeguards", key) == 1
+
+
 def test_no_group_session_sends_no_commit_and_handles_nothing() -> None:
     client = ScriptedClient([[Message("t", 0, 3)]], [], [])
     seen: list[int] = []

@@ -285,6 +285,28 @@ def test_other_counters(otel: Otel, caplog: pytest.LogCaptureFixture) -> None:
     assert caplog.records[0].rebalance == "assigned"
 
 
+def test_safeguards_are_counted_and_logged_as_warnings(
+    otel: Otel, caplog: pytest.LogCaptureFixture
+) -> None:
+    tel = otel.telemetry
+    with caplog.at_level(logging.WARNING, logger="sdk.observability"):
+        tel.safeguard("unowned_batch", "commit: group session lost")
+        tel.safeguard("stalled_call", "send_offsets_to_transaction did not return")
+        tel.safeguard("unowned_batch")
+    with pytest.raises(ConfigurationError, match="unowned_batch, stalled_call"):
+        tel.safeguard("other")  # type: ignore[arg-type]
+    assert (
+        otel.total("kafka_semantics.safeguards", {"kafka_semantics.safeguard": "unowned_batch"})
+        == 2
+    )
+    assert (
+        otel.total("kafka_semantics.safeguards", {"kafka_semantics.safeguard": "stalled_call"}) == 1
+    )
+    assert [r.levelname for r in caplog.records] == ["WARNING"] * 3
+    assert caplog.records[0].getMessage() == "safeguard unowned_batch: commit: group session lost"
+    assert caplog.records[1].safeguard == "stalled_call"
+
+
 def test_get_logger_refuses_names_outside_sdk() -> None:
     assert get_logger("sdk.processor").name == "sdk.processor"
     with pytest.raises(ValueError, match=r"under .sdk\."):

@@ -15,6 +15,7 @@ from confluent_kafka import KafkaError, KafkaException
 from sdk.errors import ClosedError, ConfigurationError
 from sdk.processor import OutputRecord, Processor, ProcessorState
 from sdk.profiles import ProcessingProfile
+from tests.sdk.observability._support import make_otel
 
 
 @dataclass
@@ -340,6 +341,8 @@ def test_stuck_send_offsets_is_abandoned_and_a_new_epoch_redoes_the_work(
 
     monkeypatch.setattr(FakeProducer, "send_offsets_to_transaction", hangs_once)
     proc, _ = make({})
+    otel = make_otel()
+    proc._txn._tel = otel.telemetry
     proc._txn._timeout = 0.2
     try:
         drive(proc)
@@ -350,6 +353,8 @@ def test_stuck_send_offsets_is_abandoned_and_a_new_epoch_redoes_the_work(
         assert stuck.pending and stuck.committed == []  # not purged: a call is still inside
         assert committed_values() == [str(i).encode() for i in range(10)]
         assert any("librdkafka #5456" in e for e in s.events)
+        key = {"kafka_semantics.safeguard": "stalled_call"}
+        assert otel.total("kafka_semantics.safeguards", key) == 1
     finally:
         release.set()
         calls._ABANDONED.clear()
