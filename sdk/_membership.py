@@ -26,9 +26,14 @@ REBALANCE_CODES = frozenset(
         KafkaError.REBALANCE_IN_PROGRESS,
         KafkaError.FENCED_INSTANCE_ID,
         KafkaError._ASSIGNMENT_LOST,
+        KafkaError.STALE_MEMBER_EPOCH,  # KIP-848 (group_protocol=consumer)
+        KafkaError.FENCED_MEMBER_EPOCH,
     )
 )
-"""Commit errors that mean "not the owner (any more)": the batch is not handled."""
+"""Commit errors that mean "not the owner (any more)": the batch is not handled.
+
+Under KIP-848 the member id survives a fenced epoch, so the member-id check cannot see it;
+the broker refuses such a commit with STALE_MEMBER_EPOCH or FENCED_MEMBER_EPOCH instead."""
 
 
 def member_id(client: Any) -> str | None:

@@ -196,3 +196,14 @@ def test_a_retriable_commit_error_is_retried_for_a_while(monkeypatch: pytest.Mon
     with pytest.raises(CommitError):
         kafka.call_kafka(loading, context="commit", commit=True)
     assert attempts[-1] - attempts[0] >= 3.0 and len(attempts) > 5
+
+
+@pytest.mark.parametrize("code", [KafkaError.STALE_MEMBER_EPOCH, KafkaError.FENCED_MEMBER_EPOCH])
+def test_kip848_epoch_refusals_are_rebalances_too(code: int) -> None:
+    """Under KIP-848 the member id survives a fenced epoch; the broker's refusal tells."""
+    batch = [Message("t", 0, 7)]
+    client = ScriptedClient([batch], [code], [])
+    seen: list[int] = []
+    with _consumer("at_most_once", client) as consumer:
+        stats = consumer.run(lambda r: seen.append(r.offset), idle_timeout=0.2)
+    assert (seen, stats.commit_refused, client.seeks) == ([], 1, [("t", 0, 7)])
