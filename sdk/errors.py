@@ -36,6 +36,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "RETRY_FOR_S",
     "AmbiguousTransactionError",
     "AuthenticationError",
     "AuthorizationError",
@@ -229,6 +230,12 @@ class BrokerStartError(ClusterError):
 def _call(obj: Any, name: str) -> Any:
     method = getattr(obj, name, None)
     return method() if callable(method) else None
+
+
+RETRY_FOR_S = 15.0
+"""A transient error is retried for at least this long (and at least the caller's number of
+attempts): a group coordinator loading ``__consumer_offsets`` after a broker bounce answers
+COORDINATOR_LOAD_IN_PROGRESS for seconds, longer than five quick attempts last."""
 
 
 def is_transient(kafka_error: Any) -> bool:

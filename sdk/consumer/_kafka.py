@@ -8,7 +8,13 @@ from typing import Any, TypeVar
 
 from confluent_kafka import KafkaException
 
-from sdk.errors import CommitError, KafkaClientError, from_kafka_error, is_transient
+from sdk.errors import (
+    RETRY_FOR_S,
+    CommitError,
+    KafkaClientError,
+    from_kafka_error,
+    is_transient,
+)
 
 __all__ = ["call_kafka", "translate"]
 
@@ -33,12 +39,6 @@ def translate(kafka_error: Any, context: str, *, commit: bool = False) -> KafkaC
     return error
 
 
-RETRY_FOR_S = 15.0
-"""A retriable error is retried for at least this long (and at least ``attempts`` times): a
-group coordinator loading ``__consumer_offsets`` after a broker bounce answers
-COORDINATOR_LOAD_IN_PROGRESS for seconds."""
-
-
 def call_kafka(fn: Callable[[], T], *, context: str, commit: bool = False, attempts: int = 5) -> T:
     """Run one consumer call; retry it (exponential backoff) while the error is retriable.
 
@@ -47,7 +47,7 @@ def call_kafka(fn: Callable[[], T], *, context: str, commit: bool = False, attem
         context: Name of the call, starts the error message.
         commit: See :func:`translate`.
         attempts: Attempts before the last error is raised (with more than one, retries go on
-            for at least :data:`RETRY_FOR_S` seconds too).
+            for at least :data:`sdk.errors.RETRY_FOR_S` seconds too).
 
     Returns:
         What ``fn`` returned.

@@ -18,7 +18,13 @@ from tenacity import (
 )
 
 from sdk._membership import REBALANCE_CODES, still_member
-from sdk.errors import ConfigurationError, KafkaClientError, from_kafka_error, is_transient
+from sdk.errors import (
+    RETRY_FOR_S,
+    ConfigurationError,
+    KafkaClientError,
+    from_kafka_error,
+    is_transient,
+)
 from sdk.observability import Outcome, Telemetry, TransactionSpan
 from sdk.processor._records import ProcessorStats
 from sdk.profiles import Guarantee, ProcessingProfile
@@ -39,11 +45,6 @@ T = TypeVar("T")
 _ABANDONED: list[Any] = []
 """Producers whose call never returned: kept referenced, because destroying a librdkafka
 handle waits for its threads and would hang the caller the guard just freed."""
-
-RETRY_FOR_S = 15.0
-"""A retriable error is retried for at least this long (and at least ``attempts`` times): a
-group coordinator loading ``__consumer_offsets`` after a broker bounce answers
-COORDINATOR_LOAD_IN_PROGRESS for seconds, longer than five quick attempts last."""
 
 STALL_GRACE_S = 5.0
 """Extra seconds a bounded call gets beyond its own timeout before it counts as stuck."""
@@ -110,7 +111,7 @@ def call_kafka(
         stats: Counters (``retries`` is incremented per retry).
         transactional: Whether the call is a transactional producer call.
         attempts: Attempts before the last error is raised (with more than one, retries go on
-            for at least :data:`RETRY_FOR_S` seconds too).
+            for at least :data:`sdk.errors.RETRY_FOR_S` seconds too).
         telemetry: Counts each retry as ``kafka_semantics.retries{operation=context}``.
 
     Returns:
