@@ -1,4 +1,6 @@
-"""Group membership facts the at-most-once commit needs (shared by Consumer and Processor).
+"""What the at-most-once commit needs (shared by Consumer and Processor).
+
+Membership facts, and the batch positions to commit or to rewind to.
 
 An at-most-once batch may be handled only if its pre-handling commit was accepted *for this
 member's generation*. librdkafka clears the member id (``memberid()`` → ``None``) the moment
@@ -13,11 +15,13 @@ broker bounce) before this check existed.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from contextlib import suppress
 from typing import Any
 
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-__all__ = ["REBALANCE_CODES", "member_id", "still_member"]
+__all__ = ["REBALANCE_CODES", "member_id", "next_offsets", "rewind", "still_member"]
 
 REBALANCE_CODES = frozenset(
     (
@@ -51,3 +55,24 @@ def member_id(client: Any) -> str | None:
 def still_member(client: Any, assigned_as: str | None) -> bool:
     """Whether ``client`` is still the member that received the current assignment."""
     return assigned_as is not None and member_id(client) == assigned_as
+
+
+def next_offsets(messages: Iterable[Any]) -> list[Any]:
+    """The next offset to read per partition after ``messages``, sorted, as TopicPartitions."""
+    last: dict[tuple[str, int], int] = {}
+    for m in messages:
+        last[(m.topic(), m.partition())] = m.offset() + 1
+    return [TopicPartition(t, p, o) for (t, p), o in sorted(last.items())]
+
+
+def rewind(client: Any, messages: Iterable[Any]) -> None:
+    """Seek each partition of ``messages`` back to the batch's first offset, so it is read again.
+
+    A partition no longer assigned is skipped: its owner starts from the committed offset.
+    """
+    first: dict[tuple[str, int], int] = {}
+    for m in messages:
+        first.setdefault((m.topic(), m.partition()), m.offset())
+    for (topic, partition), offset in sorted(first.items()):
+        with suppress(KafkaException):
+            client.seek(TopicPartition(topic, partition, offset))

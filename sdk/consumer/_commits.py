@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
-from contextlib import suppress
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, TopicPartition
 
-from sdk._membership import REBALANCE_CODES, member_id, still_member
+from sdk._membership import REBALANCE_CODES, member_id, next_offsets, rewind, still_member
 from sdk.consumer._kafka import call_kafka, translate
 from sdk.consumer._offsets import AckTracker
 from sdk.consumer._records import ConsumerStats
@@ -22,27 +20,10 @@ __all__ = ["OffsetKeeper", "next_offsets"]
 _log = logging.getLogger("sdk.consumer")
 
 
-def next_offsets(messages: Iterable[Any]) -> list[Any]:
-    """The next offset to read per partition after ``messages``, sorted, as TopicPartitions."""
-    last: dict[tuple[str, int], int] = {}
-    for m in messages:
-        last[(m.topic(), m.partition())] = m.offset() + 1
-    return [TopicPartition(t, p, o) for (t, p), o in sorted(last.items())]
-
-
 def _check_partitions(result: Any, context: str) -> None:
     for tp in result or ():
         if tp.error is not None:
             raise translate(tp.error, f"{context} {tp.topic}[{tp.partition}]", commit=True)
-
-
-def _rewind(client: Any, messages: Iterable[Any]) -> None:
-    first: dict[tuple[str, int], int] = {}
-    for m in messages:
-        first.setdefault((m.topic(), m.partition()), m.offset())
-    for (topic, partition), offset in sorted(first.items()):
-        with suppress(KafkaException):  # not assigned any more: the new owner starts from
-            client.seek(TopicPartition(topic, partition, offset))  # the committed offset
 
 
 class OffsetKeeper:
@@ -110,7 +91,7 @@ class OffsetKeeper:
         self.stats.note(why)
         if self.telemetry is not None:
             self.telemetry.safeguard("unowned_batch", f"{why}; batch not handled")
-        _rewind(client, messages)
+        rewind(client, messages)
         return False
 
     def handled(self, client: Any, messages: list[Any]) -> None:

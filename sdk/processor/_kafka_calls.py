@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -17,7 +16,7 @@ from tenacity import (
     wait_exponential,
 )
 
-from sdk._membership import REBALANCE_CODES, still_member
+from sdk._membership import REBALANCE_CODES, next_offsets, rewind, still_member
 from sdk.errors import (
     RETRY_FOR_S,
     ConfigurationError,
@@ -460,15 +459,7 @@ def commit_before_handling(
     Raises:
         KafkaClientError: The commit failed after retries (other than by a rebalance).
     """
-    from confluent_kafka import TopicPartition
-
-    last: dict[tuple[str, int], int] = {}
-    first: dict[tuple[str, int], int] = {}
-    for m in records:
-        key = (m.topic(), m.partition())
-        first.setdefault(key, m.offset())
-        last[key] = m.offset() + 1
-    offsets = [TopicPartition(t, p, o) for (t, p), o in sorted(last.items())]
+    offsets = next_offsets(records)
     context = "commit (at_most_once, before handling)"
 
     def refused(why: str) -> bool:
@@ -476,10 +467,7 @@ def commit_before_handling(
         stats.note(f"{context}: {why}; batch not handled")
         if telemetry is not None:
             telemetry.safeguard("unowned_batch", f"{context}: {why}; batch not handled")
-        for (topic, partition), offset in sorted(first.items()):
-            # not assigned any more: its owner starts at the committed offset
-            with contextlib.suppress(Exception):
-                consumer.seek(TopicPartition(topic, partition, offset))
+        rewind(consumer, records)
         return False
 
     if not still_member(consumer, assigned_as):
