@@ -17,7 +17,6 @@ import faulthandler
 import json
 import signal
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from typing import Any
 from confluent_kafka import Producer as KafkaProducer
 
 from sdk.processor import OutputRecord, Processor
-from tests.sdk.processor.worker import build_profile
+from tests.sdk.processor.worker import build_profile, run_dumping_stats
 
 
 def _wait_while(path: Path) -> None:
@@ -144,27 +143,7 @@ def main() -> None:
             else {}
         ),
     )
-    stats_path = Path(args["stats"])
-
-    def dump() -> None:
-        tmp = stats_path.with_suffix(".tmp")
-        data = {k: v for k, v in vars(processor.stats).items() if k != "events"}
-        data["events"] = processor.stats.events[-30:]
-        tmp.write_text(json.dumps(data))
-        tmp.replace(stats_path)
-
-    def dumper() -> None:
-        while True:
-            time.sleep(0.5)
-            try:
-                dump()
-            except Exception as exc:  # keep the worker alive
-                print(f"stats dump failed: {exc!r}", file=sys.stderr)
-
-    threading.Thread(target=dumper, daemon=True).start()
-    signal.signal(signal.SIGTERM, lambda *_: processor.stop())
-    processor.run()
-    dump()
+    run_dumping_stats(processor, Path(args["stats"]), keep_events=30)
 
 
 if __name__ == "__main__":

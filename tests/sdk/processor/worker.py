@@ -40,6 +40,32 @@ def build_profile(args: dict[str, Any]) -> ProcessingProfile:
     )
 
 
+def run_dumping_stats(processor: Processor, stats_path: Path, *, keep_events: int) -> None:
+    """Run ``processor`` until SIGTERM; dump its stats (last ``keep_events`` events) as JSON to
+    ``stats_path`` every 0.5 s and at the end, so the test reads them even after a SIGKILL."""
+
+    def dump() -> None:
+        tmp = stats_path.with_suffix(".tmp")
+        s = processor.stats
+        data = {k: v for k, v in vars(s).items() if k != "events"}
+        data["events"] = s.events[-keep_events:]
+        tmp.write_text(json.dumps(data))
+        tmp.replace(stats_path)
+
+    def dumper() -> None:
+        while True:
+            time.sleep(0.5)
+            try:
+                dump()
+            except Exception as exc:  # keep the worker alive
+                print(f"stats dump failed: {exc!r}", file=sys.stderr)
+
+    threading.Thread(target=dumper, daemon=True).start()
+    signal.signal(signal.SIGTERM, lambda *_: processor.stop())
+    processor.run()
+    dump()
+
+
 def main() -> None:
     args: dict[str, Any] = json.loads(sys.argv[1])
     delay = float(args.get("delay_per_100", 0.0))
@@ -75,28 +101,7 @@ def main() -> None:
         on_fenced="recreate",
     )
     held.append(processor)
-    stats_path = Path(args["stats"])
-
-    def dump() -> None:
-        tmp = stats_path.with_suffix(".tmp")
-        s = processor.stats
-        data = {k: v for k, v in vars(s).items() if k != "events"}
-        data["events"] = s.events[-50:]
-        tmp.write_text(json.dumps(data))
-        tmp.replace(stats_path)
-
-    def dumper() -> None:
-        while True:
-            time.sleep(0.5)
-            try:
-                dump()
-            except Exception as exc:  # keep the worker alive
-                print(f"stats dump failed: {exc!r}", file=sys.stderr)
-
-    threading.Thread(target=dumper, daemon=True).start()
-    signal.signal(signal.SIGTERM, lambda *_: processor.stop())
-    processor.run()
-    dump()
+    run_dumping_stats(processor, Path(args["stats"]), keep_events=50)
 
 
 if __name__ == "__main__":
