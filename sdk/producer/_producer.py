@@ -626,16 +626,16 @@ class Producer:
         except KafkaException as exc:
             err = from_kafka_error(exc.args[0], context=context, record=record)
             if isinstance(err, (BrokerUnreachableError, KafkaTimeoutError)):
-                client.poll(0)  # serve error_cb: was it the credentials?
-            auth = self._auth_failure
-            if auth is not None and isinstance(err, (BrokerUnreachableError, KafkaTimeoutError)):
                 # librdkafka reports bad credentials as a transport failure of the lookup; the
-                # reason came through error_cb: say it
-                raise AuthenticationError(
-                    f"{context}: {auth.args[0].split(': ', 1)[-1]}",
-                    kafka_error=auth.kafka_error,
-                    record=record,
-                ) from exc
+                # reason comes through error_cb: serve it, and say it
+                client.poll(0)
+                auth = self._auth_failure
+                if auth is not None:
+                    raise AuthenticationError(
+                        f"{context}: {auth.args[0].split(': ', 1)[-1]}",
+                        kafka_error=auth.kafka_error,
+                        record=record,
+                    ) from exc
             raise err from exc
         info = meta.topics.get(topic)
         if info is None or (info.error is None and not info.partitions):
