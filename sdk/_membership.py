@@ -19,7 +19,10 @@ from collections.abc import Iterable
 from contextlib import suppress
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, TopicPartition
+
+from sdk._client import translating
+from sdk.errors import KafkaClientError
 
 __all__ = ["REBALANCE_CODES", "member_id", "next_offsets", "rewind", "still_member"]
 
@@ -74,5 +77,5 @@ def rewind(client: Any, messages: Iterable[Any]) -> None:
     for m in messages:
         first.setdefault((m.topic(), m.partition()), m.offset())
     for (topic, partition), offset in sorted(first.items()):
-        with suppress(KafkaException):
+        with suppress(KafkaClientError), translating(f"seek {topic}[{partition}]"):
             client.seek(TopicPartition(topic, partition, offset))

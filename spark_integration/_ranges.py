@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sdk.errors import ConfigurationError, UnknownTopicError, from_kafka_error
+from sdk._client import translating
+from sdk.errors import ConfigurationError, KafkaClientError, UnknownTopicError, from_kafka_error
 from sdk.profiles import ConsumerProfile
 
 __all__ = [
@@ -66,23 +67,15 @@ def admin_config(consumer: ConsumerProfile) -> dict[str, Any]:
 
 
 def _result(future: Any, context: str, timeout: float) -> Any:
-    from confluent_kafka import KafkaException
-
-    try:
+    with translating(context):
         return future.result(timeout)
-    except KafkaException as exc:
-        raise from_kafka_error(exc.args[0], context=context) from exc
 
 
 def _partitions(admin: Any, topics: Sequence[str], timeout: float) -> list[tuple[str, int]]:
-    from confluent_kafka import KafkaException
-
     out: list[tuple[str, int]] = []
     for topic in topics:
-        try:
+        with translating(f"list_topics({topic})"):
             meta = admin.list_topics(topic=topic, timeout=timeout).topics.get(topic)
-        except KafkaException as exc:
-            raise from_kafka_error(exc.args[0], context=f"list_topics({topic})") from exc
         if meta is None or meta.error is not None or not meta.partitions:
             error = getattr(meta, "error", None)
             if error is not None:
@@ -115,19 +108,21 @@ def fetch_committed(client: Any, partitions: list[Any], timeout: float, context:
     Raises:
         KafkaClientError: Another error, or the coordinator did not answer in time.
     """
-    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka import KafkaError
 
     codes = {getattr(KafkaError, name) for name in _COORDINATOR_CODES if hasattr(KafkaError, name)}
     deadline = time.monotonic() + timeout
     wait = 0.1
     while True:
         try:
-            return client.committed(partitions, max(1.0, min(10.0, deadline - time.monotonic())))
-        except KafkaException as exc:
-            err = exc.args[0]
-            again = err.code() in codes or (err.retriable() and not err.fatal())
+            with translating(context):
+                return client.committed(
+                    partitions, max(1.0, min(10.0, deadline - time.monotonic()))
+                )
+        except KafkaClientError as exc:
+            again = exc.code in codes or (exc.retriable and not exc.fatal)
             if not again or time.monotonic() + wait >= deadline:
-                raise from_kafka_error(err, context=context) from exc
+                raise
             time.sleep(wait)
             wait = min(1.0, wait * 2)
 

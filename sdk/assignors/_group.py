@@ -30,14 +30,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from sdk._client import translating
 from sdk.assignors._protocol import Assignor, Member, Plan, TopicPartition, check_plan
 from sdk.assignors._registry import resolve_assignor
 from sdk.errors import (
     ClosedError,
     ConfigurationError,
+    KafkaClientError,
     KafkaTimeoutError,
     SdkError,
-    from_kafka_error,
 )
 
 __all__ = ["GroupAssignedConsumer", "check_group_config", "decode_client_id", "encode_client_id"]
@@ -306,17 +307,20 @@ class GroupAssignedConsumer:
         consumer.unassign()
 
     def _group_plan(self, consumer: Any, native: list[TopicPartition]) -> Plan:
-        from confluent_kafka import ConsumerGroupState, KafkaException
+        from confluent_kafka import ConsumerGroupState
 
         deadline = time.monotonic() + self._describe_timeout
         reason = "no answer"
         while time.monotonic() < deadline:
             me = consumer.memberid()
             try:
-                future = self._admin.describe_consumer_groups([self.group_id], request_timeout=5)
-                desc = future[self.group_id].result()
-            except KafkaException as exc:
-                reason = str(from_kafka_error(exc.args[0], context="describe_consumer_groups"))
+                with translating("describe_consumer_groups"):
+                    future = self._admin.describe_consumer_groups(
+                        [self.group_id], request_timeout=5
+                    )
+                    desc = future[self.group_id].result()
+            except KafkaClientError as exc:
+                reason = str(exc)
                 time.sleep(0.1)
                 continue
             described = {

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sdk._client import translating
 from sdk.assignors._protocol import Assignor, Member, Plan, TopicPartition, check_plan
 from sdk.assignors._registry import resolve_assignor
 from sdk.errors import ClosedError, ConfigurationError, from_kafka_error
@@ -122,20 +123,18 @@ class StaticAssignedConsumer:
             raise ClosedError("StaticAssignedConsumer is closed")
         if self._consumer is not None:
             return list(self.share)
-        from confluent_kafka import Consumer, KafkaException
+        from confluent_kafka import Consumer
         from confluent_kafka import TopicPartition as KafkaTopicPartition
 
         consumer = Consumer(self._config)
         try:
             partitions = []
             for topic in self.topics:
-                meta = consumer.list_topics(topic, timeout=timeout).topics[topic]
+                with translating("list_topics"):
+                    meta = consumer.list_topics(topic, timeout=timeout).topics[topic]
                 if meta.error is not None:
                     raise from_kafka_error(meta.error, context=f"metadata of {topic!r}")
                 partitions += [TopicPartition(topic, p) for p in meta.partitions]
-        except KafkaException as exc:
-            consumer.close()
-            raise from_kafka_error(exc.args[0], context="list_topics") from exc
         except Exception:
             consumer.close()
             raise

@@ -7,11 +7,11 @@ from typing import Any
 
 from confluent_kafka import KafkaError, TopicPartition
 
+from sdk._client import call_kafka
 from sdk._membership import REBALANCE_CODES, member_id, next_offsets, rewind, still_member
-from sdk.consumer._kafka import call_kafka, translate
 from sdk.consumer._offsets import AckTracker
 from sdk.consumer._records import ConsumerStats
-from sdk.errors import KafkaClientError, SdkError
+from sdk.errors import KafkaClientError, SdkError, from_kafka_error
 from sdk.observability import Telemetry
 from sdk.profiles import Guarantee
 
@@ -23,7 +23,9 @@ _log = logging.getLogger("sdk.consumer")
 def _check_partitions(result: Any, context: str) -> None:
     for tp in result or ():
         if tp.error is not None:
-            raise translate(tp.error, f"{context} {tp.topic}[{tp.partition}]", commit=True)
+            raise from_kafka_error(
+                tp.error, context=f"{context} {tp.topic}[{tp.partition}]", commit=True
+            )
 
 
 class OffsetKeeper:

@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, Literal
 
+from sdk._client import call_kafka
 from sdk.consumer._commits import OffsetKeeper
 from sdk.consumer._failure import FailurePath
-from sdk.consumer._kafka import call_kafka, translate
 from sdk.consumer._records import (
     BatchRecordHandler,
     ConsumerRecord,
@@ -29,6 +29,7 @@ from sdk.errors import (
     KafkaClientError,
     SdkError,
     UnknownTopicError,
+    from_kafka_error,
 )
 from sdk.observability import Telemetry
 from sdk.profiles import ConsumerProfile, Guarantee
@@ -418,7 +419,7 @@ class Consumer:
             if err.code() == KafkaError._PARTITION_EOF:
                 continue
             where = message.topic() or ", ".join(self.topics)
-            error = translate(err, f"consume from {where}")
+            error = from_kafka_error(err, context=f"consume from {where}")
             if err.fatal() or isinstance(error, UnknownTopicError | AuthorizationError):
                 raise error  # nothing of this batch was committed, stored or handled
             self.stats.note(str(error))
@@ -507,7 +508,7 @@ class Consumer:
             self._telemetry.rebalance("lost", len(partitions))
 
     def _on_client_error(self, kafka_error: Any) -> None:
-        error = translate(kafka_error, "consumer")
+        error = from_kafka_error(kafka_error, context="consumer")
         self._last_client_error = error
         if isinstance(error, AuthenticationError):
             self._auth_failure = error  # kept: transport errors that follow would hide it

@@ -18,6 +18,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from sdk._client import translating
 from sdk.errors import ConfigurationError, SdkError, UnknownTopicError, from_kafka_error
 from sdk.partitioners._protocol import BatchAware, Partitioner, TopicPartitioner
 from sdk.partitioners._registry import resolve_partitioner
@@ -205,18 +206,14 @@ class PartitionRouter:
         return state
 
     def _fetch_count(self, topic: str) -> int:
-        from confluent_kafka import KafkaException
-
         if self._client is None:
             from confluent_kafka.admin import AdminClient
 
             self._client = AdminClient(self._config)
         self.refreshes += 1
         context = f"partition count of topic {topic!r}"
-        try:
+        with translating(context):
             cluster = self._client.list_topics(topic=topic, timeout=self._timeout)
-        except KafkaException as exc:
-            raise from_kafka_error(exc.args[0], context=context) from exc
         meta = cluster.topics.get(topic)
         if meta is None:
             raise UnknownTopicError(f"{context}: not in the metadata response")

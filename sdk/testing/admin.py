@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
-from sdk.errors import ClusterError
+from sdk._client import translating
+from sdk.errors import ClusterError, KafkaClientError
 
 __all__ = ["create_topic", "delete_topic"]
 
@@ -35,7 +36,6 @@ def create_topic(
     Raises:
         ClusterError: Creation failed or the partitions got no leaders in time.
     """
-    from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
     from confluent_kafka.cimpl import NewTopic
 
@@ -47,9 +47,10 @@ def create_topic(
         config=dict(config or {}),
     )
     try:
-        admin.create_topics([new], operation_timeout=timeout)[name].result(timeout)
-    except KafkaException as exc:
-        raise ClusterError(f"could not create topic {name!r}: {exc.args[0]}") from exc
+        with translating(f"create topic {name!r}"):
+            admin.create_topics([new], operation_timeout=timeout)[name].result(timeout)
+    except KafkaClientError as exc:
+        raise ClusterError(f"could not create topic {name!r}: {exc.kafka_error}") from exc
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         meta = admin.list_topics(topic=name, timeout=5).topics.get(name)
@@ -66,11 +67,11 @@ def create_topic(
 
 def delete_topic(bootstrap_servers: str, name: str, timeout: float = 30.0) -> None:
     """Delete a topic (errors are raised as :class:`~sdk.errors.ClusterError`)."""
-    from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({"bootstrap.servers": bootstrap_servers})
     try:
-        admin.delete_topics([name], operation_timeout=timeout)[name].result(timeout)
-    except KafkaException as exc:
-        raise ClusterError(f"could not delete topic {name!r}: {exc.args[0]}") from exc
+        with translating(f"delete topic {name!r}"):
+            admin.delete_topics([name], operation_timeout=timeout)[name].result(timeout)
+    except KafkaClientError as exc:
+        raise ClusterError(f"could not delete topic {name!r}: {exc.kafka_error}") from exc

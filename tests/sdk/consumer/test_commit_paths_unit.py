@@ -183,7 +183,7 @@ def test_a_failed_store_is_a_commit_error() -> None:
 def test_a_retriable_commit_error_is_retried_for_a_while(monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
-    import sdk.consumer._kafka as kafka
+    import sdk._client as kafka
 
     monkeypatch.setattr(kafka, "RETRY_FOR_S", 3.0)  # five attempts take 1.5 s of backoff
     attempts: list[float] = []
