@@ -12,15 +12,18 @@ import contextlib
 import ctypes
 import json
 import os
+import queue
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -124,9 +127,57 @@ def _check_port_free(port: int) -> None:
             ) from exc
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+def _die_with_parent(parent: int) -> Callable[[], None]:
+    def preexec() -> None:  # runs in the child between fork and exec
+        with contextlib.suppress(Exception):
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before prctl took hold: nobody will kill us
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return preexec
+
+
+class _Spawner:
+    """The one long-lived daemon thread that forks every broker of this process.
+
+    Linux sends ``PR_SET_PDEATHSIG`` when the *thread* that forked the child ends, not the
+    process: a broker restarted from a short-lived fault-injection thread died with that thread.
+    Forking from a thread that lives exactly as long as the process keeps the kernel's guarantee
+    (the broker dies even if Python is SIGKILLed), which an atexit hook cannot give.
+    """
+
+    _lock = threading.Lock()
+    _current: _Spawner | None = None
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self._requests: queue.SimpleQueue[
+            tuple[Callable[[], subprocess.Popen[bytes]], Future[subprocess.Popen[bytes]]]
+        ] = queue.SimpleQueue()
+        self._thread = threading.Thread(
+            target=self._serve, name="kafka-semantics-broker-spawner", daemon=True
+        )
+        self._thread.start()
+
+    @classmethod
+    def popen(cls, launch: Callable[[], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
+        """Run ``launch`` (which forks) on the spawner thread and return its process."""
+        with cls._lock:
+            spawner = cls._current
+            # a forked child of this process inherits the singleton but not its thread
+            if spawner is None or spawner.pid != os.getpid() or not spawner._thread.is_alive():
+                spawner = cls._current = cls()
+        future: Future[subprocess.Popen[bytes]] = Future()
+        spawner._requests.put((launch, future))
+        return future.result()
+
+    def _serve(self) -> None:
+        while True:
+            launch, future = self._requests.get()
+            try:
+                future.set_result(launch())
+            except BaseException as exc:  # handed to the caller, which re-raises it
+                future.set_exception(exc)
 
 
 def _progress(message: str) -> None:
@@ -155,7 +206,8 @@ class LocalCluster:
             ``broker_config``. The PLAINTEXT listener stays the inter-broker one.
         heap: JVM ``-Xmx`` for each node.
         start_timeout: Seconds to wait for the cluster to become ready.
-        die_with_parent: Kill the brokers if the Python process that started them dies.
+        die_with_parent: Kill the brokers when the Python process that started them ends
+            (even by SIGKILL), whichever thread started or restarted them.
         java: Path of ``java`` (default: found by :func:`sdk.testing.tools.find_java`).
         mvn: Path of ``mvn`` for the first jar resolution.
         cache_dir: Jar cache root (default :func:`sdk.testing.tools.cache_root`).
@@ -356,15 +408,21 @@ class LocalCluster:
                 )
 
     def _launch(self, node: _Node) -> None:
+        cmd = self._java_cmd("kafka.Kafka", str(node.config_path), heap=self._heap)
         with open(node.log_path, "ab") as log:
-            node.process = subprocess.Popen(
-                self._java_cmd("kafka.Kafka", str(node.config_path), heap=self._heap),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                preexec_fn=_die_with_parent if self._die_with_parent else None,
-            )
+
+            def launch() -> subprocess.Popen[bytes]:
+                return subprocess.Popen(
+                    cmd,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                    preexec_fn=_die_with_parent(os.getpid()) if self._die_with_parent else None,
+                )
+
+            # PDEATHSIG follows the forking thread, so fork on the process-long spawner thread
+            node.process = _Spawner.popen(launch) if self._die_with_parent else launch()
         node.pid = node.process.pid
         node.state = NodeState.RUNNING
 

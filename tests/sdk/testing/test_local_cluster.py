@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -178,6 +179,30 @@ def test_stop_and_restart_keep_data(tmp_path: Path) -> None:
         assert cluster.state_of(1) is NodeState.STOPPED
         cluster.restart(1)
         assert len(_consume(cluster.bootstrap_servers, topic, 10)) == 10
+
+
+@pytest.mark.broker
+def test_broker_restarted_from_a_thread_outlives_that_thread(tmp_path: Path) -> None:
+    # PR_SET_PDEATHSIG fires when the forking *thread* ends, not the process (issue #15):
+    # a broker restarted by a fault-injection thread used to be SIGKILLed as that thread ended.
+    with LocalCluster(1, workdir=tmp_path / "c") as cluster:
+        cluster.kill(1)
+        errors: list[BaseException] = []
+
+        def restart() -> None:
+            try:
+                cluster.restart(1)
+            except BaseException as exc:
+                errors.append(exc)
+
+        thread = threading.Thread(target=restart, name="fault-injector")
+        thread.start()
+        thread.join(120)
+        assert not thread.is_alive() and not errors, errors
+        time.sleep(3)  # the old broker was gone within milliseconds of the thread's end
+        assert cluster.state_of(1) is NodeState.RUNNING
+        assert cluster.pids()[1] in _java_pids(str(tmp_path))
+        _round_trip(cluster.bootstrap_servers, create_topic(cluster.bootstrap_servers, "t", 1))
 
 
 @pytest.mark.broker
