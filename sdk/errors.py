@@ -192,7 +192,15 @@ class TransactionError(KafkaClientError):
 
 
 class TransactionAbortableError(TransactionError):
-    """The transaction must be aborted; the producer stays usable after the abort."""
+    """The transaction must be aborted; the producer stays usable after the abort.
+
+    ``txn_requires_abort`` is always True here, also when the underlying error is a record's
+    delivery failure (e.g. MSG_SIZE_TOO_LARGE) that librdkafka itself does not flag.
+    """
+
+    def __init__(self, message: str, *, kafka_error: Any = None, record: Any = None) -> None:
+        super().__init__(message, kafka_error=kafka_error, record=record)
+        self.txn_requires_abort = True
 
 
 class ProducerFencedError(TransactionError):
@@ -275,6 +283,8 @@ def from_kafka_error(
     context: str,
     record: Any = None,
     transactional: bool = False,
+    commit: bool = False,
+    abortable: bool = False,
 ) -> KafkaClientError:
     """Translate a ``confluent_kafka.KafkaError`` into the SDK's tree (the one boundary).
 
@@ -283,6 +293,12 @@ def from_kafka_error(
         context: What the SDK was doing, e.g. ``"commit_transaction"``; starts the message.
         record: The record concerned, kept on the error so the caller still holds it.
         transactional: Whether the error came from a transactional call.
+        commit: Whether the call committed or stored offsets: an error with no more specific
+            class is a :class:`CommitError`.
+        abortable: Whether the call produced inside a transaction: an error that is neither
+            fenced nor fatal is a :class:`TransactionAbortableError` (librdkafka refuses
+            ``produce()`` with ``_STATE`` once a delivery in the transaction failed, without
+            setting ``txn_requires_abort``).
 
     Returns:
         The most specific :class:`KafkaClientError` subclass for the error.
@@ -296,7 +312,9 @@ def from_kafka_error(
     cls: type[KafkaClientError] = KafkaClientError
     if code in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH):
         cls = ProducerFencedError
-    elif transactional and _call(kafka_error, "txn_requires_abort"):
+    elif (transactional and _call(kafka_error, "txn_requires_abort")) or (
+        abortable and not _call(kafka_error, "fatal")
+    ):
         cls = TransactionAbortableError
     elif code in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError._MSG_TIMED_OUT):
         cls = AmbiguousTransactionError if transactional else KafkaTimeoutError
@@ -321,4 +339,6 @@ def from_kafka_error(
         cls = AuthenticationError
     elif transactional:
         cls = TransactionError
+    elif commit:
+        cls = CommitError
     return cls(message, kafka_error=kafka_error, record=record)

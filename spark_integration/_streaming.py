@@ -26,15 +26,15 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from confluent_kafka import Consumer as _ConsumerClient
 from pydantic import Field, model_validator
 
-from sdk.errors import ConfigurationError, KafkaClientError, from_kafka_error
+from sdk._client import translating
+from sdk.core.session import TransactionSession
+from sdk.errors import ConfigurationError, KafkaClientError
+from sdk.observability import Telemetry
 from sdk.processor import OutputRecord, ProcessorStats
-from sdk.processor._kafka_calls import (
-    TransactionalProducer,
-    default_consumer,
-    default_producer,
-)
+from sdk.producer import Producer
 from sdk.profiles import Guarantee, ProducerProfile
 from sdk.profiles._base import ProfileModel
 from spark_integration._ranges import fetch_committed
@@ -160,8 +160,8 @@ def write_slice(
     slices: int,
     rows: Iterator[Any],
     *,
-    producer_factory: Callable[[dict[str, Any]], Any] = default_producer,
-    consumer_factory: Callable[[dict[str, Any]], Any] = default_consumer,
+    producer_factory: Callable[[dict[str, Any]], Any] | None = None,
+    consumer_factory: Callable[[dict[str, Any]], Any] = _ConsumerClient,
 ) -> SliceResult:
     """Write one slice of one batch in one transaction with its batch marker, or skip it.
 
@@ -172,16 +172,15 @@ def write_slice(
         KafkaClientError: A Kafka call failed (the transaction is not committed).
         Exception: The transform raised (the transaction is aborted).
     """
-    from confluent_kafka import KafkaException, TopicPartition
+    from confluent_kafka import TopicPartition
 
-    stats = ProcessorStats()
-    timeout_s = max(5.0, config.producer.transaction_timeout_ms / 1000.0)
-    txn = TransactionalProducer(
-        config.producer.render(transactional_id=config.transactional_id(slice_index)),
-        factory=producer_factory,
-        stats=stats,
-        timeout_s=timeout_s,
+    producer = Producer(
+        config.producer,
+        transactional_id=config.transactional_id(slice_index),
+        check_topics=False,  # as in the Processor: an unknown topic fails delivery
+        client_factory=producer_factory,
     )
+    txn = TransactionSession(producer, stats=ProcessorStats(), telemetry=Telemetry.default())
     consumer = consumer_factory(
         {
             "bootstrap.servers": config.producer.bootstrap_servers,
@@ -208,54 +207,40 @@ def write_slice(
             return SliceResult(batch_id, slice_index, skipped=True)
         txn.begin()
         produced = 0
-        producer = txn.producer
         chunk: list[Any] = []
         for row in rows:
             chunk.append(row)
             if len(chunk) >= config.chunk_size:
-                produced += _produce_all(producer, transform(iter(chunk)))
+                produced += _produce_all(txn, transform(iter(chunk)))
                 chunk = []
         if chunk:
-            produced += _produce_all(producer, transform(iter(chunk)))
+            produced += _produce_all(txn, transform(iter(chunk)))
         done = TopicPartition(
             config.progress_topic, slice_index, batch_id + 1, metadata=_marker_metadata(slices)
         )
         txn.commit([done], consumer.consumer_group_metadata())  # 3. output + marker
         return SliceResult(batch_id, slice_index, skipped=False, records_out=produced)
-    except KafkaException as exc:
-        _abandon(txn)
-        raise from_kafka_error(exc.args[0], context="produce", transactional=True) from exc
-    except BaseException:
+    except BaseException:  # Kafka errors arrive translated (sdk._client): abort, re-raise
         _abandon(txn)
         raise
     finally:
         with contextlib.suppress(Exception):
             consumer.close()
         txn.close()
+        producer.close()  # no client left: only marks it closed
 
 
-def _abandon(txn: TransactionalProducer) -> None:
+def _abandon(txn: TransactionSession) -> None:
     """Abort the open transaction; if that fails, the next attempt's init aborts it."""
     if txn.open:
         with contextlib.suppress(KafkaClientError):
             txn.abort()
 
 
-def _produce_all(producer: Any, outputs: Iterable[OutputRecord]) -> int:
+def _produce_all(txn: TransactionSession, outputs: Iterable[OutputRecord]) -> int:
     n = 0
     for out in outputs:
-        kwargs: dict[str, Any] = {"value": out.value, "key": out.key}
-        if out.headers is not None:
-            kwargs["headers"] = list(out.headers)
-        if out.partition is not None:
-            kwargs["partition"] = out.partition
-        while True:
-            try:
-                producer.produce(out.topic, **kwargs)
-                break
-            except BufferError:
-                producer.poll(0.05)
-        producer.poll(0)
+        txn.produce(out)
         n += 1
     return n
 
@@ -354,7 +339,6 @@ class ExactlyOnceStreamingSink:
             ConfigurationError: A replay of ``batch_id`` has a different slice count.
             KafkaClientError: An admin request failed.
         """
-        from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
         from confluent_kafka.cimpl import NewPartitions
 
@@ -362,10 +346,8 @@ class ExactlyOnceStreamingSink:
             {"bootstrap.servers": self.config.producer.bootstrap_servers}
         )
         topic = self.config.progress_topic
-        try:
+        with translating(f"list_topics({topic})"):
             meta = admin.list_topics(topic=topic, timeout=30).topics.get(topic)
-        except KafkaException as exc:
-            raise from_kafka_error(exc.args[0], context=f"list_topics({topic})") from exc
         have = len(meta.partitions) if meta is not None and meta.error is None else 0
         if have == 0:
             raise ConfigurationError(
@@ -375,10 +357,8 @@ class ExactlyOnceStreamingSink:
             )
         if have < slices:
             fut = admin.create_partitions([NewPartitions(topic, slices)])[topic]
-            try:
+            with translating("create_partitions"):
                 fut.result(30)
-            except KafkaException as exc:
-                raise from_kafka_error(exc.args[0], context="create_partitions") from exc
             self._wait_partitions(admin, topic, slices)
         self._check_replay(batch_id, slices)
 

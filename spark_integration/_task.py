@@ -11,7 +11,8 @@ The numbered sequence of a task (see docs/spark.md):
    or past it, an end-of-partition event at or past it, or a consumer position at or past it
    is seen;
 4. per chunk: begin, transform, produce, ``send_offsets_to_transaction`` for this partition,
-   commit (:class:`sdk.processor._kafka_calls.TransactionalProducer` does the commit steps).
+   commit (:class:`sdk.core.session.TransactionSession` does the commit steps and the one
+   recovery decision; its SDK Producer places keys by the profile's partitioner).
 """
 
 from __future__ import annotations
@@ -22,20 +23,14 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sdk.errors import (
-    AmbiguousTransactionError,
-    HandlerError,
-    KafkaClientError,
-    ProducerFencedError,
-    from_kafka_error,
-)
+from confluent_kafka import Consumer as _ConsumerClient
+
+from sdk.core.session import TransactionSession
+from sdk.errors import HandlerError, KafkaClientError, from_kafka_error
+from sdk.observability import Telemetry
 from sdk.processor import OutputRecord, ProcessorStats
 from sdk.processor._failure import HandlerRunner, dead_letter
-from sdk.processor._kafka_calls import (
-    TransactionalProducer,
-    default_consumer,
-    default_producer,
-)
+from sdk.producer import Producer
 from spark_integration._config import BatchJobConfig
 from spark_integration._ranges import PartitionRange, fetch_committed
 
@@ -95,7 +90,7 @@ class _RangeTask:
         rng: PartitionRange,
         config: BatchJobConfig,
         transform: RecordTransform,
-        producer_factory: Callable[[dict[str, Any]], Any],
+        producer_factory: Callable[[dict[str, Any]], Any] | None,
         consumer_factory: Callable[[dict[str, Any]], Any],
     ) -> None:
         self.rng = rng
@@ -103,19 +98,20 @@ class _RangeTask:
         self.transform = transform
         self.stats = ProcessorStats()
         p = config.processing
-        self.timeout_s = max(5.0, p.producer.transaction_timeout_ms / 1000.0)
-        self.txn = TransactionalProducer(
-            p.producer.render(transactional_id=rng.transactional_id),
-            factory=producer_factory,
-            stats=self.stats,
-            timeout_s=self.timeout_s,
+        self.producer = Producer(
+            p.producer,
+            transactional_id=rng.transactional_id,
+            check_topics=False,  # as in the Processor: an unknown topic fails delivery
+            client_factory=producer_factory,
+        )
+        self.txn = TransactionSession(
+            self.producer, stats=self.stats, telemetry=Telemetry.default()
         )
         consumer_config: dict[str, Any] = dict(p.consumer.render())
         consumer_config["enable.partition.eof"] = True
         self.consumer = consumer_factory(consumer_config)
         self.runner = HandlerRunner(p.consumer.failure)
         self.result = RangeResult(rng.topic, rng.partition, rng.start, rng.start, rng.end)
-        self._failures = 0
         self._last_commit = rng.start
 
     # ------------------------------------------------------------------ outer loop
@@ -207,8 +203,6 @@ class _RangeTask:
 
     def _transaction(self, chunk: list[Any], commit_at: int) -> None:
         """Begin, transform and produce the chunk, commit with the input offset ``commit_at``."""
-        from confluent_kafka import KafkaException
-
         if not chunk and commit_at <= self._last_commit:
             return
         self.txn.begin()
@@ -218,13 +212,8 @@ class _RangeTask:
         for i in range(0, len(chunk), size):
             sub = chunk[i : i + size]
             outputs = self._run_transform(sub)
-            try:
-                self._produce_all(outputs)
-            except KafkaException as exc:
-                err = from_kafka_error(exc.args[0], context="produce", transactional=True)
-                if not (err.fatal or isinstance(err, ProducerFencedError)):
-                    err.txn_requires_abort = True
-                raise err from exc
+            for out in outputs:  # a refusal is translated as abortable by the seam
+                self.txn.produce(out)
             pending_in += len(sub)
             pending_out += len(outputs)
             age_ms = (time.monotonic() - self.txn.opened_at) * 1000
@@ -244,31 +233,12 @@ class _RangeTask:
             self._abort_quietly()
             raise
 
-    def _produce_all(self, outputs: list[OutputRecord]) -> None:
-        """Produce the outputs of one transform call; serve delivery callbacks once after."""
-        producer = self.txn.producer
-        produce = producer.produce
-        for out in outputs:
-            kwargs: dict[str, Any] = {}
-            if out.headers is not None:
-                kwargs["headers"] = list(out.headers)
-            if out.partition is not None:
-                kwargs["partition"] = out.partition
-            while True:
-                try:
-                    produce(out.topic, out.value, out.key, **kwargs)
-                    break
-                except BufferError:  # local queue full: let librdkafka send, then retry
-                    producer.poll(0.05)
-        producer.poll(0)
-
     def _commit(self, offset: int, records_in: int, records_out: int) -> None:
         from confluent_kafka import TopicPartition
 
         tp = TopicPartition(self.rng.topic, self.rng.partition, offset)
         self.txn.commit([tp], self.consumer.consumer_group_metadata())
         self._last_commit = offset
-        self._failures = 0
         self.result.transactions += 1
         self.result.records_in += records_in
         self.result.records_out += records_out
@@ -281,30 +251,10 @@ class _RangeTask:
             ProducerFencedError: A newer attempt of this range owns the transactional.id.
             KafkaClientError: ``max_recoveries`` recoveries in a row without a commit.
         """
-        age_ms = (time.monotonic() - self.txn.opened_at) * 1000 if self.txn.open else 0.0
-        timed_out = age_ms >= self.config.processing.producer.transaction_timeout_ms
-        self._failures += 1
-        if self._failures > self.config.max_recoveries:
+        if self.txn.failures_in_a_row >= self.config.max_recoveries:
             self._abort_quietly()
             raise exc
-        if timed_out or isinstance(exc, AmbiguousTransactionError):
-            # timeout: the coordinator aborted it; ambiguous: never reuse the producer.
-            self.stats.aborts += 1
-            self.txn.recreate()
-        elif exc.fatal or (isinstance(exc, ProducerFencedError) and not exc.txn_requires_abort):
-            # a newer attempt of this range fenced us: this attempt is a zombie.
-            self.txn.close()
-            raise exc
-        elif self._failures > 1:
-            self.stats.aborts += 1
-            self.txn.recreate()  # abortable again right after an abort: new epoch
-        else:
-            try:
-                self.txn.abort()
-                self.stats.aborts += 1
-            except KafkaClientError:
-                self.stats.aborts += 1
-                self.txn.recreate()
+        self.txn.recover(exc, on_fenced="raise")  # fenced: a newer attempt owns this range
 
     def _abort_quietly(self) -> None:
         if self.txn.open:
@@ -316,6 +266,7 @@ class _RangeTask:
         with contextlib.suppress(Exception):
             self.consumer.close()
         self.txn.close()
+        self.producer.close()  # no client left: only marks it closed
 
 
 def run_range(
@@ -323,8 +274,8 @@ def run_range(
     config: BatchJobConfig,
     transform: RecordTransform,
     *,
-    producer_factory: Callable[[dict[str, Any]], Any] = default_producer,
-    consumer_factory: Callable[[dict[str, Any]], Any] = default_consumer,
+    producer_factory: Callable[[dict[str, Any]], Any] | None = None,
+    consumer_factory: Callable[[dict[str, Any]], Any] = _ConsumerClient,
 ) -> RangeResult:
     """Copy one planned range exactly once (runs inside a Spark task, or anywhere).
 
@@ -333,7 +284,7 @@ def run_range(
         config: The job configuration.
         transform: ``iterator of records -> iterable of OutputRecord``, called per
             ``consumer.batch_size`` records.
-        producer_factory: Makes the producer from a librdkafka dict (tests).
+        producer_factory: Makes the producer client from a librdkafka dict (tests).
         consumer_factory: Makes the consumer from a librdkafka dict (tests).
 
     Returns:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -11,6 +10,7 @@ from contextlib import contextmanager, suppress
 from typing import Any, Literal
 
 from sdk._client import call_kafka
+from sdk._signals import sigterm_stops
 from sdk.consumer._commits import OffsetKeeper
 from sdk.consumer._failure import FailurePath
 from sdk.consumer._records import (
@@ -347,35 +347,30 @@ class Consumer:
     @contextmanager
     def _running(self, handle_sigterm: bool) -> Iterator[None]:
         """Install the SIGTERM handler if asked; on the way out commit what was handled."""
-        if handle_sigterm and threading.current_thread() is not threading.main_thread():
-            raise ConfigurationError(
-                "handle_sigterm: signal handlers can only be installed in the main thread",
-                field="handle_sigterm",
-            )
-        self._open()
-        previous: Any = None
-        if handle_sigterm:
-            previous = signal.signal(signal.SIGTERM, lambda *_: self.stop())
-        failed = True
-        try:
-            yield
-            failed = False
-        finally:
-            if handle_sigterm:  # None: the previous handler was not set from Python
-                signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
-            self._stop.clear()
-            if self._in_flight and self.guarantee is _AMO:
-                self.stats.abandoned += self._in_flight
-            self._in_flight = 0
-            client = self._client
-            if client is not None:
-                if failed:
-                    try:
-                        self._offsets.commit_stored(client, "commit at the end of the run")
-                    except SdkError as exc:  # don't mask the error that ended the run
-                        _log.warning("%s", exc)
-                else:
+        with sigterm_stops(self.stop, handle_sigterm):
+            self._open()
+            failed = True
+            try:
+                yield
+                failed = False
+            finally:
+                self._finish_run(failed)
+
+    def _finish_run(self, failed: bool) -> None:
+        """Commit what the run handled (at_least_once); count what at_most_once abandoned."""
+        self._stop.clear()
+        if self._in_flight and self.guarantee is _AMO:
+            self.stats.abandoned += self._in_flight
+        self._in_flight = 0
+        client = self._client
+        if client is not None:
+            if failed:
+                try:
                     self._offsets.commit_stored(client, "commit at the end of the run")
+                except SdkError as exc:  # don't mask the error that ended the run
+                    _log.warning("%s", exc)
+            else:
+                self._offsets.commit_stored(client, "commit at the end of the run")
 
     def _batches(self, max_records: int | None, idle_timeout: float | None) -> Iterator[list[Any]]:
         """Yield polled batches (at_most_once: each already committed)."""

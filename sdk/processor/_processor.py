@@ -9,29 +9,30 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Literal
 
-from confluent_kafka import KafkaException
+from confluent_kafka import Consumer as _ConsumerClient
+from confluent_kafka import TopicPartition
 
+from sdk._client import call_kafka
 from sdk._membership import member_id
+from sdk._signals import sigterm_stops
+from sdk.core.session import TransactionSession
 from sdk.errors import (
-    AmbiguousTransactionError,
     ClosedError,
     ConfigurationError,
     HandlerError,
     KafkaClientError,
-    ProducerFencedError,
+    KafkaTimeoutError,
+    SdkError,
     from_kafka_error,
 )
-from sdk.observability import Outcome, Telemetry, get_logger, redact
+from sdk.observability import Telemetry, get_logger, redact
+from sdk.partitioners import Partitioner
 from sdk.processor._failure import HandlerRunner, dead_letter
-from sdk.processor._kafka_calls import (
-    TransactionalProducer,
-    call_kafka,
+from sdk.processor._positions import (
     commit_before_handling,
-    default_consumer,
-    default_producer,
-    producer_config,
+    counting,
     rewind_to_committed,
-    timeout_error,
+    transactional_id_for,
 )
 from sdk.processor._records import (
     BatchHandler,
@@ -40,6 +41,7 @@ from sdk.processor._records import (
     ProcessorState,
     ProcessorStats,
 )
+from sdk.producer import Producer
 from sdk.profiles import Guarantee, ProcessingProfile
 
 __all__ = ["Processor"]
@@ -72,8 +74,10 @@ class Processor:
         on_fenced: ``"raise"`` (default) closes the producer and raises ProducerFencedError;
             ``"recreate"`` makes a new producer (new epoch), rewinds and continues.
         poll_timeout_s: How long one consume() waits for records.
-        producer_factory: Makes the producer from a librdkafka dict (tests pass fakes).
-        consumer_factory: Makes the consumer from a librdkafka dict.
+        partitioner: Places keyed output (default: the producer profile's ``partitioner``,
+            Java-compatible murmur2), the same as the SDK :class:`~sdk.producer.Producer`.
+        producer_factory: Makes the producer client from a librdkafka dict (tests pass fakes).
+        consumer_factory: Makes the consumer client from a librdkafka dict.
         telemetry: Spans/metrics hooks (default: :meth:`Telemetry.default`, a no-op until the
             application installs an OpenTelemetry SDK). See docs/observability.md.
 
@@ -92,8 +96,9 @@ class Processor:
         instance_id: str | None = None,
         on_fenced: Literal["raise", "recreate"] = "raise",
         poll_timeout_s: float = 0.1,
-        producer_factory: Callable[[dict[str, Any]], Any] = default_producer,
-        consumer_factory: Callable[[dict[str, Any]], Any] = default_consumer,
+        partitioner: str | Partitioner | None = None,
+        producer_factory: Callable[[dict[str, Any]], Any] | None = None,
+        consumer_factory: Callable[[dict[str, Any]], Any] = _ConsumerClient,
         telemetry: Telemetry | None = None,
     ) -> None:
         if (handler is None) == (batch_handler is None):
@@ -124,18 +129,20 @@ class Processor:
         self._last_commit = time.monotonic()
         self._callback_error: BaseException | None = None
         self._member: str | None = None  # group member id that received the assignment
-        self._failures_since_commit = 0
-        pconfig: dict[str, Any] = dict(producer_config(profile, transactional_id, instance_id))
-        self.transactional_id = pconfig.get("transactional.id")
-        self._timeout_s = max(5.0, profile.producer.transaction_timeout_ms / 1000.0)
-        self._txn = TransactionalProducer(
-            pconfig,
-            factory=producer_factory,
-            stats=self.stats,
-            timeout_s=self._timeout_s,
+        self.transactional_id = transactional_id_for(profile, transactional_id, instance_id)
+        # every output goes through the SDK Producer: the profile's partitioner places keys
+        # exactly as the Producer (and Java) would, which the Processor's own raw producer
+        # once did not (CRC32 instead of murmur2)
+        self._producer = Producer(
+            profile.producer,
+            transactional_id=self.transactional_id,
+            partitioner=partitioner,
+            check_topics=False,  # an unknown output topic fails delivery, as in a transaction
             telemetry=tel,
+            client_factory=producer_factory,
         )
-        self._producer_factory = producer_factory
+        self._txn = TransactionSession(self._producer, stats=self.stats, telemetry=tel)
+        self._timeout_s = self._txn.timeout_s
 
     # ---------------------------------------------------------------- lifecycle
     def __enter__(self) -> Processor:
@@ -158,27 +165,42 @@ class Processor:
             with contextlib.suppress(Exception):
                 self._consumer.close()
             self._consumer = None
-        if self._txn.producer is not None and not self._txn.open:
-            with contextlib.suppress(KafkaException):  # a fenced producer has nothing to flush
-                self._txn.producer.flush(self._timeout_s)
+        if self._producer._client is not None and not self._txn.open:
+            with contextlib.suppress(SdkError):  # a fenced producer has nothing to flush
+                self._txn.flush("flush on close")
         self._txn.close()
+        self._producer.close()  # no client left: only marks it closed
 
-    def run(self, *, max_seconds: float | None = None) -> ProcessorStats:
+    def run(
+        self, *, max_seconds: float | None = None, handle_sigterm: bool = False
+    ) -> ProcessorStats:
         """Run the loop until :meth:`stop` (or ``max_seconds``); commit and close on the way out.
+
+        Args:
+            max_seconds: Return after this long (the pending work is committed first).
+            handle_sigterm: Turn SIGTERM into :meth:`stop` while running (main thread only),
+                like :meth:`sdk.consumer.Consumer.run`: the loop commits what it handled and
+                returns.
 
         Returns:
             The counters.
 
         Raises:
             ClosedError: The processor was closed.
+            ConfigurationError: ``handle_sigterm`` outside the main thread.
             ProducerFencedError: Fenced with ``on_fenced="raise"`` (or fatal producer error).
             HandlerError: The handler failed with ``failure.on_failure="stop"``.
             KafkaClientError: Another unrecoverable Kafka error.
         """
         if self.state is ProcessorState.CLOSED:
             raise ClosedError("Processor.run() after close()")
-        self.state = ProcessorState.RUNNING
         deadline = None if max_seconds is None else time.monotonic() + max_seconds
+        with sigterm_stops(self.stop, handle_sigterm):
+            self.state = ProcessorState.RUNNING
+            self._loop(deadline)
+        return self.stats
+
+    def _loop(self, deadline: float | None) -> None:
         try:
             self._start()
             while not self._stop.is_set():
@@ -189,7 +211,6 @@ class Processor:
             self._commit_or_recover()
         finally:
             self.close()
-        return self.stats
 
     def _start(self) -> None:
         config: dict[str, Any] = dict(self.profile.consumer.render())
@@ -203,14 +224,11 @@ class Processor:
                 "guarantee": self.guarantee.value,
                 "transactional_id": self.transactional_id,
                 "consumer_config": redact(config),
-                "producer_config": redact(self._txn._config),
+                "producer_config": redact(self._producer.config),
             },
         )
         self._consumer = self._consumer_factory(config)
-        if self.guarantee is _EOS:
-            self._txn.start()
-        else:
-            self._txn.producer = self._producer_factory(dict(self._txn._config))
+        self._txn.start()  # exactly_once: init_transactions fences older epochs first
         self._consumer.subscribe(
             self.topics,
             on_assign=self._on_assign,
@@ -276,7 +294,7 @@ class Processor:
                 if failure.on_failure == "stop" or failure.dlq_topic is None:
                     self.stats.note(f"handler failed, stopping: {exc}")
                     if self.guarantee is _EOS:
-                        self._abort_and_rewind(count_recovery=False, cause=exc)
+                        self._abort_and_rewind(cause=exc)
                     else:
                         self._commit_or_recover()
                     raise
@@ -288,16 +306,12 @@ class Processor:
             try:
                 for out in outputs:
                     self._produce(out)
-            except KafkaException as exc:
-                # produce() refuses (_STATE) once a delivery failed in this transaction.
-                err = from_kafka_error(
-                    exc.args[0], context="produce", transactional=self.guarantee is _EOS
-                )
+            except KafkaClientError as exc:
+                # produce() refuses (_STATE) once a delivery failed in this transaction; the
+                # seam classified that as abortable
                 if self.guarantee is not _EOS:
-                    raise err from exc
-                if not (err.fatal or isinstance(err, ProducerFencedError)):
-                    err.txn_requires_abort = True
-                self._recover(err)
+                    raise
+                self._recover(exc)
                 return False
         for msg in msgs:
             self._positions[(msg.topic(), msg.partition())] = msg.offset() + 1
@@ -318,30 +332,12 @@ class Processor:
         )
 
     def _produce(self, out: OutputRecord) -> None:
-        """Produce one output inside a ``send <topic>`` span whose context goes in its headers."""
-        producer = self._txn.producer
-        kwargs: dict[str, Any] = {"value": out.value, "key": out.key}
-        if out.partition is not None:
-            kwargs["partition"] = out.partition
-        with self._tel.send_span(out.topic, out.partition, out.key, tombstone=out.value is None):
-            headers = self._tel.inject(out.headers)
-            if headers or out.headers is not None:
-                kwargs["headers"] = headers
-            while True:
-                try:
-                    producer.produce(out.topic, **kwargs)
-                    break
-                except BufferError:
-                    producer.poll(0.05)
-        producer.poll(0)
+        """Produce one output through the session (a ``send <topic>`` span when traced)."""
+        self._txn.produce(out)
         self.stats.records_out += 1
-        if self._txn.span is not None:
-            self._txn.span.add()
 
     # ---------------------------------------------------------------- commits
     def _offsets(self, keys: Iterable[tuple[str, int]] | None = None) -> list[Any]:
-        from confluent_kafka import TopicPartition
-
         items = (
             self._positions.items()
             if keys is None
@@ -363,24 +359,23 @@ class Processor:
                 self._recover(exc)
                 return False
             self.stats.commits += 1
-            self._failures_since_commit = 0
             self._reset_pending()
             return True
         if self.guarantee is _ALO and self._pending:
-            producer = self._txn.producer
-            if producer.flush(self._timeout_s):
-                raise from_kafka_error(
-                    timeout_error("at_least_once flush left records unacknowledged"),
-                    context="flush",
-                )
+            try:  # outputs acknowledged first: only then may the input offsets move
+                self._txn.flush("flush (at_least_once)")
+            except KafkaTimeoutError as exc:
+                raise KafkaTimeoutError(
+                    f"flush: at_least_once flush left records unacknowledged ({exc})",
+                    kafka_error=exc.kafka_error,
+                ) from exc
             offsets = self._offsets()
             if offsets:
                 call_kafka(
                     lambda: self._consumer.store_offsets(offsets=offsets),
                     context="store_offsets",
-                    stats=self.stats,
-                    transactional=False,
-                    telemetry=self._tel,
+                    commit=True,
+                    on_retry=counting(self.stats, self._tel),
                 )
             self.stats.commits += 1
         self._reset_pending()
@@ -393,55 +388,16 @@ class Processor:
 
     # ---------------------------------------------------------------- recovery paths
     def _recover(self, exc: KafkaClientError) -> None:
-        """Route a failed transactional call to its recovery path (see docs/processor.md).
+        """Run the session's one recovery decision, then rewind (see docs/processor.md).
 
         Raises:
             ProducerFencedError: Fenced/fatal with on_fenced="raise".
         """
-        age_ms = (time.monotonic() - self._txn.opened_at) * 1000 if self._txn.open else 0.0
-        timed_out = age_ms >= self.profile.producer.transaction_timeout_ms
-        self.stats.note(f"recover from {type(exc).__name__}: {exc}")
-        self._failures_since_commit += 1
-        if timed_out:
-            # transaction timeout: the coordinator aborted it and bumped the epoch.
-            self.stats.transaction_timeouts += 1
-            self._recreate_and_rewind(cause=exc)
-        elif isinstance(exc, AmbiguousTransactionError):
-            # ambiguous commit/abort: never reuse this producer (no KIP-890 part 2).
-            self.stats.ambiguous += 1
-            self._recreate_and_rewind("unknown", cause=exc)
-        elif exc.fatal or (isinstance(exc, ProducerFencedError) and not exc.txn_requires_abort):
-            self.stats.fenced += 1
-            if self._on_fenced == "raise":
-                self._txn.close(cause=exc)
-                raise exc
-            self._recreate_and_rewind(cause=exc)
-        elif self._failures_since_commit > 1:
-            # abortable again right after an abort: librdkafka can keep a sequence gap (e.g.
-            # OUT_OF_ORDER_SEQUENCE_NUMBER after a refused record); a new epoch resets it.
-            self._recreate_and_rewind(cause=exc)
-        else:
-            # abortable (txn_requires_abort) or another non-retriable error: abort + rewind.
-            self._abort_and_rewind(count_recovery=exc.txn_requires_abort, cause=exc)
+        self._txn.recover(exc, on_fenced=self._on_fenced)
+        self._rewind()
 
-    def _abort_and_rewind(
-        self, *, count_recovery: bool, cause: BaseException | None = None
-    ) -> None:
-        try:
-            self._txn.abort(cause)
-            self.stats.aborts += 1
-        except KafkaClientError as exc:
-            self.stats.note(f"abort failed: {exc}")
-            if isinstance(exc, AmbiguousTransactionError):
-                self.stats.ambiguous += 1
-            elif exc.fatal and self._on_fenced == "raise":
-                self.stats.fenced += 1
-                self._txn.close(cause=exc)
-                raise
-            self._recreate_and_rewind(cause=exc)
-            return
-        if count_recovery:
-            self.stats.abortable_recoveries += 1
+    def _abort_and_rewind(self, cause: BaseException | None = None) -> None:
+        self._txn.abort_or_recreate(cause, on_fenced=self._on_fenced)
         self._rewind()
 
     def _rewind(self) -> None:
@@ -454,13 +410,6 @@ class Processor:
             timeout_s=self._timeout_s,
             telemetry=self._tel,
         )
-
-    def _recreate_and_rewind(
-        self, outcome: Outcome = "aborted", cause: BaseException | None = None
-    ) -> None:
-        self.stats.aborts += 1
-        self._txn.recreate(outcome, cause)
-        self._rewind()
 
     # ---------------------------------------------------------------- rebalance callbacks
     def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:

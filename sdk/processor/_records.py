@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol
+
+from sdk.core.records import OutputRecord, TransactionStats
 
 __all__ = [
     "BatchHandler",
@@ -15,28 +16,6 @@ __all__ = [
     "ProcessorState",
     "ProcessorStats",
 ]
-
-_log = logging.getLogger("sdk.processor")
-
-
-@dataclass(frozen=True)
-class OutputRecord:
-    """One record a handler wants produced.
-
-    Attributes:
-        topic: Destination topic.
-        value: Payload (bytes or str; None is a tombstone).
-        key: Optional key (decides the partition with the producer's partitioner).
-        headers: Optional headers as ``(name, value)`` pairs.
-        partition: Explicit partition, or None to let the partitioner choose.
-    """
-
-    topic: str
-    value: bytes | str | None
-    key: bytes | str | None = None
-    headers: Sequence[tuple[str, bytes | str | None]] | None = None
-    partition: int | None = None
-
 
 class Handler(Protocol):
     """Transform one consumed record (a ``confluent_kafka.Message``) into output records."""
@@ -64,22 +43,18 @@ class ProcessorState(Enum):
 
 
 @dataclass
-class ProcessorStats:
+class ProcessorStats(TransactionStats):
     """Counters of what the loop did; each error path increments its own counter.
+
+    The transaction counters (``aborts``, ``retries``, ``abortable_recoveries``, ``fenced``,
+    ``ambiguous``, ``transaction_timeouts``, ``producer_recreations``, ``stalled_calls``,
+    ``events``) come from :class:`sdk.core.records.TransactionStats`, which the transactional
+    session updates.
 
     Attributes:
         records_in: Input records handled (a record re-read after an abort counts again).
         records_out: Output records produced (including dead-lettered ones).
         commits: Transactions committed (exactly_once) or offset commits/stores (other modes).
-        aborts: Transactions aborted, for any reason.
-        retries: Kafka calls retried because the error was retriable.
-        abortable_recoveries: Abortable errors recovered by abort + rewind.
-        fenced: Fatal/fenced producer errors seen.
-        ambiguous: Commit/abort calls whose outcome was unknown.
-        transaction_timeouts: Failures of a transaction older than transaction.timeout.ms.
-        producer_recreations: Producers closed and created anew (init_transactions again).
-        stalled_calls: Transactional calls that ignored their timeout (librdkafka #5456) and
-            were abandoned; each is also counted in ``ambiguous``.
         handler_failures: Records (or batches) on which the handler failed every attempt.
         dead_lettered: Input records sent to the dead-letter topic.
         revoked: Rebalance revocations handled.
@@ -93,25 +68,9 @@ class ProcessorStats:
     records_in: int = 0
     records_out: int = 0
     commits: int = 0
-    aborts: int = 0
-    retries: int = 0
-    abortable_recoveries: int = 0
-    fenced: int = 0
-    ambiguous: int = 0
-    transaction_timeouts: int = 0
-    producer_recreations: int = 0
-    stalled_calls: int = 0
     handler_failures: int = 0
     dead_lettered: int = 0
     revoked: int = 0
     lost: int = 0
     rewinds: int = 0
     commit_refused: int = 0
-    events: list[str] = field(default_factory=list)
-
-    def note(self, event: str) -> None:
-        """Append a short event line (kept to the last 1000) and log it (``sdk.processor``)."""
-        _log.info("%s", event, extra={"processor_event": event})
-        self.events.append(event)
-        if len(self.events) > 1000:
-            del self.events[:100]

@@ -11,6 +11,11 @@ from contextlib import contextmanager, suppress
 from types import TracebackType
 from typing import Any, Literal
 
+from confluent_kafka import KafkaError
+
+from sdk._client import translating
+from sdk.core.records import OutputRecord
+from sdk.core.session import TransactionSession
 from sdk.errors import (
     AuthenticationError,
     AuthorizationError,
@@ -26,7 +31,7 @@ from sdk.errors import (
     UnknownTopicError,
     from_kafka_error,
 )
-from sdk.observability import Outcome, Telemetry, TransactionSpan
+from sdk.observability import Telemetry, TransactionSpan
 from sdk.partitioners import Partitioner, PartitionRouter
 from sdk.producer._records import DeliveryHandle, Headers, ProducerRecord, RecordMetadata
 from sdk.profiles import Guarantee, ProducerProfile
@@ -37,18 +42,9 @@ __all__ = ["Producer", "ProducerState"]
 _new_record = tuple.__new__
 _log = logging.getLogger("sdk.producer")
 
-_UNKNOWN_PARTITION_CODES: frozenset[int] | None = None
-
-
-def _unknown_partition_codes() -> frozenset[int]:
-    global _UNKNOWN_PARTITION_CODES
-    if _UNKNOWN_PARTITION_CODES is None:
-        from confluent_kafka import KafkaError
-
-        _UNKNOWN_PARTITION_CODES = frozenset(
-            (KafkaError._UNKNOWN_PARTITION, KafkaError.UNKNOWN_TOPIC_OR_PART)
-        )
-    return _UNKNOWN_PARTITION_CODES
+_UNKNOWN_PARTITION_CODES = frozenset(
+    (KafkaError._UNKNOWN_PARTITION, KafkaError.UNKNOWN_TOPIC_OR_PART)
+)
 
 
 class ProducerState(enum.Enum):
@@ -133,7 +129,6 @@ class Producer:
         self._telemetry: Telemetry | None = (
             None if telemetry is False else (telemetry or Telemetry.default())
         )
-        self._txn_span: TransactionSpan | None = None
         self._notify = on_delivery is not None
         self._observed = False
         """Whether an OpenTelemetry SDK records (re-checked at creation, poll and flush)."""
@@ -157,8 +152,8 @@ class Producer:
         self._lock = threading.Lock()
         self._known_topics: set[str] = set()
         self._failures: list[KafkaClientError] = []
-        self._txn_initialized = False
-        self._in_transaction = False
+        self._session: TransactionSession | None = None
+        """The transactional session driving this producer's transactions, once made."""
         self._fatal: KafkaClientError | None = None
         self._auth_failure: AuthenticationError | None = None
         self.delivered = 0
@@ -176,6 +171,11 @@ class Producer:
     def config(self) -> dict[str, Any]:
         """The librdkafka configuration the client is (or will be) created with."""
         return dict(self._config)
+
+    @property
+    def transactional(self) -> bool:
+        """Whether the profile is exactly_once (records are sent only inside transactions)."""
+        return self._transactional
 
     def __enter__(self) -> Producer:
         return self
@@ -319,8 +319,9 @@ class Producer:
             except SdkError as exc:
                 exc.record = record  # type: ignore[attr-defined]  # the caller's own record
                 raise
-        if self._txn_span is not None:
-            self._txn_span.add()
+        span = self._session.span if self._session is not None else None
+        if span is not None:
+            span.add()
         return handle
 
     def send_and_wait(
@@ -373,7 +374,7 @@ class Producer:
                 before it are queued (their handles are on ``.handles`` of the error).
         """
         client = self._ensure_client()
-        poll = client.poll
+        poll = self._poll  # translated: a fatal error raises from poll() (sdk._client)
         produce = self._produce
         handles: list[DeliveryHandle] = []
         append = handles.append
@@ -414,7 +415,7 @@ class Producer:
                 before it are queued (``.queued`` on the error says how many).
         """
         client = self._ensure_client()
-        poll, produce = client.poll, client.produce
+        poll, produce = self._poll, client.produce  # _poll: translated
         callback = self._on_batch_delivery
         known, fast = self._known_topics, self._fast
         queued = 0
@@ -461,7 +462,7 @@ class Producer:
             record=record,
             transactional=self._transactional,
         )
-        if error.code in _unknown_partition_codes():
+        if error.code in _UNKNOWN_PARTITION_CODES:
             self._router.invalidate(record.topic)
         with self._lock:
             self._failures.append(error)
@@ -476,7 +477,9 @@ class Producer:
             The number of events served.
         """
         self._check_telemetry()
-        served = int(self._ensure_client().poll(timeout))
+        client = self._ensure_client()
+        with translating("poll"):  # a fatal error raises from poll() (sdk._client)
+            served = int(client.poll(timeout))
         self._raise_fatal()
         return served
 
@@ -494,7 +497,8 @@ class Producer:
         """
         client = self._ensure_client()
         self._check_telemetry()
-        remaining = int(client.flush(-1 if timeout is None else timeout))
+        with translating("flush"):
+            remaining = int(client.flush(-1 if timeout is None else timeout))
         if self._fatal is not None and not self._failures:
             raise self._fatal
         if not self._native:
@@ -577,12 +581,14 @@ class Producer:
     def _produce_bounded(
         self, client: Any, topic: str, value: bytes | None, kwargs: dict[str, Any], record: Any
     ) -> None:
-        from confluent_kafka import KafkaException
-
+        session = self._session
+        in_transaction = session is not None and session.open
         deadline = 0.0
         while True:
             try:
-                client.produce(topic, value, **kwargs)
+                # inside a transaction a refusal leaves it abortable (decided at translation)
+                with translating(f"send to {topic!r}", abortable=in_transaction, record=record):
+                    client.produce(topic, value, **kwargs)
                 return
             except BufferError:
                 # librdkafka's local queue is full: serve callbacks so it drains, bounded
@@ -596,35 +602,28 @@ class Producer:
                         "the broker is slower than the producer or unreachable",
                         record=record,
                     ) from None
-                client.poll(0.05)
-            except KafkaException as exc:
-                err = from_kafka_error(
-                    exc.args[0],
-                    context=f"send to {topic!r}",
-                    record=record,
-                    transactional=self._transactional,
-                )
-                if err.code in _unknown_partition_codes():
+                with translating(f"send to {topic!r}", record=record):
+                    client.poll(0.05)
+            except KafkaClientError as exc:
+                if exc.code in _UNKNOWN_PARTITION_CODES:
                     self._router.invalidate(topic)
-                if self._transactional and not self._in_transaction:
+                if self._transactional and not in_transaction:
                     raise TransactionError(
                         f"send to {topic!r}: an exactly_once producer sends only inside a "
                         "transaction: call begin_transaction() first, or use "
                         "`with producer.transaction():`",
-                        kafka_error=exc.args[0],
+                        kafka_error=exc.kafka_error,
                         record=record,
                     ) from exc
-                raise err from exc
+                raise
 
     def _check_topic(self, client: Any, record: ProducerRecord) -> None:
-        from confluent_kafka import KafkaException
-
         topic = record.topic
         context = f"send to {topic!r}: metadata lookup"
         try:
-            meta = client.list_topics(topic=topic, timeout=self._metadata_timeout)
-        except KafkaException as exc:
-            err = from_kafka_error(exc.args[0], context=context, record=record)
+            with translating(context, record=record):
+                meta = client.list_topics(topic=topic, timeout=self._metadata_timeout)
+        except KafkaClientError as err:
             if isinstance(err, (BrokerUnreachableError, KafkaTimeoutError)):
                 # librdkafka reports bad credentials as a transport failure of the lookup; the
                 # reason comes through error_cb: serve it, and say it
@@ -635,8 +634,8 @@ class Producer:
                         f"{context}: {auth.args[0].split(': ', 1)[-1]}",
                         kafka_error=auth.kafka_error,
                         record=record,
-                    ) from exc
-            raise err from exc
+                    ) from err
+            raise
         info = meta.topics.get(topic)
         if info is None or (info.error is None and not info.partitions):
             raise UnknownTopicError(f"{context}: topic {topic!r} does not exist", record=record)
@@ -667,7 +666,10 @@ class Producer:
     # called by DeliveryHandle (see sdk.producer._records._Owner)
     def _poll(self, timeout: float) -> Any:
         client = self._client
-        return client.poll(timeout) if client is not None else 0
+        if client is None:
+            return 0
+        with translating("poll"):
+            return client.poll(timeout)
 
     def _delivered(self, handle: DeliveryHandle) -> None:
         self.delivered += 1
@@ -686,7 +688,7 @@ class Producer:
             record=handle.record,
             transactional=self._transactional,
         )
-        if error.code in _unknown_partition_codes():
+        if error.code in _UNKNOWN_PARTITION_CODES:
             self._router.invalidate(handle.record.topic)
         with self._lock:
             self._failures.append(error)
@@ -704,19 +706,24 @@ class Producer:
             self._failures = [f for f in self._failures if f is not error]
 
     # ------------------------------------------------------------------ transactions
-    def _txn_call(self, name: str, fn: Callable[[], Any]) -> Any:
-        from confluent_kafka import KafkaException
+    def session(self) -> TransactionSession:
+        """The session that drives this producer's transactions, made on first use.
 
+        The public transaction methods below delegate to it (:mod:`sdk.core.session`).
+
+        Raises:
+            ConfigurationError: The profile is not exactly_once.
+        """
         if not self._transactional:
             raise ConfigurationError(
-                f"{name}: transactions need an exactly_once profile (this one is "
+                "transactions need an exactly_once profile (this one is "
                 f"{self.profile.guarantee.value})",
                 field="guarantee",
             )
-        try:
-            return fn()
-        except KafkaException as exc:
-            raise from_kafka_error(exc.args[0], context=name, transactional=True) from exc
+        if self._session is None:
+            TransactionSession(self, telemetry=self._telemetry)  # registers itself
+        assert self._session is not None
+        return self._session
 
     def init_transactions(self, timeout: float = 60.0) -> None:
         """Register the transactional id with the coordinator (fences older instances).
@@ -730,9 +737,7 @@ class Producer:
             ConfigurationError: The profile is not exactly_once.
             TransactionError: The coordinator refused (subclass says why).
         """
-        client = self._ensure_client()
-        self._txn_call("init_transactions", lambda: client.init_transactions(timeout))
-        self._txn_initialized = True
+        self.session().start(timeout)
 
     def begin_transaction(self) -> None:
         """Start a transaction (initializing transactions first if needed).
@@ -740,15 +745,10 @@ class Producer:
         Raises:
             TransactionError: librdkafka refused (e.g. one is already open).
         """
-        client = self._ensure_client()
-        if not self._txn_initialized:
-            self.init_transactions()
-        self._txn_call("begin_transaction", client.begin_transaction)
-        self._in_transaction = True
-        if self._telemetry is not None and self._telemetry.tracing_enabled():
-            self._txn_span = self._telemetry.start_transaction(
-                str(self._config.get("transactional.id"))
-            )
+        session = self.session()
+        if session.open:
+            raise TransactionError("begin_transaction: a transaction is already open")
+        session.begin()
 
     def send_offsets_to_transaction(
         self, offsets: Sequence[Any], group_metadata: Any, timeout: float = 30.0
@@ -764,11 +764,7 @@ class Producer:
             TransactionAbortableError: Abort and rewind (e.g. the member was fenced).
             TransactionError: Other refusals.
         """
-        client = self._ensure_client()
-        self._txn_call(
-            "send_offsets_to_transaction",
-            lambda: client.send_offsets_to_transaction(list(offsets), group_metadata, timeout),
-        )
+        self.session().send_offsets(offsets, group_metadata, timeout)
 
     def commit_transaction(self, timeout: float = 60.0) -> None:
         """Flush and commit the open transaction.
@@ -779,14 +775,12 @@ class Producer:
                 (a new ``init_transactions`` resolves it; see docs/processor.md).
             ProducerFencedError: Another instance owns the transactional id.
         """
-        client = self._ensure_client()
+        session = self.session()
         try:
-            self._txn_call("commit_transaction", lambda: client.commit_transaction(timeout))
+            session.commit_only(timeout)
         except SdkError as exc:
-            self._end_txn_span("unknown", exc)
+            session._end_span("unknown", exc)
             raise
-        self._in_transaction = False
-        self._end_txn_span("committed")
 
     def abort_transaction(self, timeout: float = 60.0) -> None:
         """Abort the open transaction; its records are never visible to read_committed readers.
@@ -794,17 +788,7 @@ class Producer:
         Raises:
             TransactionError: The abort failed (subclass says why).
         """
-        client = self._ensure_client()
-        self._txn_call("abort_transaction", lambda: client.abort_transaction(timeout))
-        self._in_transaction = False
-        self._end_txn_span("aborted")
-        with self._lock:
-            self._failures.clear()  # aborted records are reported by the abort itself
-
-    def _end_txn_span(self, outcome: Outcome, error: BaseException | None = None) -> None:
-        span, self._txn_span = self._txn_span, None
-        if span is not None:
-            span.end(outcome, error=error)
+        self.session().abort(timeout=timeout)
 
     @contextmanager
     def transaction(self, timeout: float = 60.0) -> Iterator[Producer]:
@@ -828,6 +812,48 @@ class Producer:
                 self.abort_transaction(timeout)
             raise
         self.commit_transaction(timeout)
+
+    # ------------------------------------------------------------------ for the session
+    def _enqueue_output(self, out: OutputRecord, span: TransactionSpan | None) -> None:
+        """Queue a handler's :class:`OutputRecord` without a handle (failures: flush)."""
+        value, key = out.value, out.key
+        # confluent-kafka sends a str UTF-8 encoded; the Producer's serializers take bytes
+        if type(value) is str:
+            value = value.encode()
+        if type(key) is str:
+            key = key.encode()
+        headers = None if out.headers is None else list(out.headers)
+        record = _new_record(ProducerRecord, (out.topic, value, key, headers, out.partition, None))
+        client = self._client if self._state is ProducerState.OPEN else self._ensure_client()
+        if self._observed:
+            self._send_observed(client, record)
+        else:
+            self._produce(client, record, self._on_batch_delivery)
+            if span is not None:
+                span.add()
+        with translating(f"send to {out.topic!r}", abortable=True):
+            client.poll(0)
+
+    def _take_failures(self) -> list[KafkaClientError]:
+        """The delivery failures collected since the last call (and forget them)."""
+        with self._lock:
+            failures, self._failures = self._failures, []
+        return failures
+
+    def _drop_client(self) -> Any:
+        """Forget the client without flushing (the session recreates it: a new epoch).
+
+        Returns:
+            The dropped client (the caller purges or abandons it), or None.
+        """
+        with self._lock:
+            client, self._client = self._client, None
+            self._failures = []
+        self._fatal = None
+        self._auth_failure = None
+        if self._state is ProducerState.OPEN:
+            self._state = ProducerState.NEW
+        return client
 
 
 def _attach(exc: SdkError, record: ProducerRecord) -> None:

@@ -56,6 +56,7 @@ class ProducerProfile(ProfileModel):
     transactional_id: str | None = None
     transactional_id_prefix: str | None = None
     transaction_timeout_ms: int = Field(default=60_000, ge=1_000)
+    transaction_call_timeout_ms: int = Field(default=10_000, ge=100)
     partitioner: str = "murmur2"
     security: SecurityProfile = SecurityProfile()
     extras: dict[str, ExtraValue] = Field(default_factory=dict)

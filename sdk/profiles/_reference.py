@@ -38,6 +38,9 @@ DESCRIPTIONS: dict[str, str] = {
     "transactional_id": "exactly_once: the stable id of this producer instance",
     "transactional_id_prefix": "exactly_once: instances append their own stable suffix",
     "transaction_timeout_ms": "the coordinator aborts a transaction left open this long",
+    "transaction_call_timeout_ms": "how long one transactional call (init, begin, offsets, "
+    "commit, abort) waits before it is retried or its outcome is treated as unknown; "
+    "bounds recovery after a coordinator loss",
     "partitioner": "a partitioner name (built-in or entry point of kafka_semantics.partitioners)",
     "security": "connection security; secrets are SecretStr (see SecurityProfile)",
     "extras": "raw librdkafka keys merged *under* the critical ones; a key that contradicts "

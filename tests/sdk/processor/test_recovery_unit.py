@@ -111,8 +111,8 @@ class FakeProducer:
     def begin_transaction(self) -> None:
         self._maybe_fail("begin_transaction")
 
-    def produce(self, topic: str, **kw: Any) -> None:
-        self.pending.append(kw["value"])
+    def produce(self, topic: str, value: Any = None, key: Any = None, *a: Any, **kw: Any) -> None:
+        self.pending.append(value)
 
     def poll(self, timeout: float) -> int:
         return 0
@@ -181,7 +181,8 @@ def committed_values() -> list[bytes]:
 def test_transactional_id_is_prefix_plus_instance_and_message_timeout_fits() -> None:
     proc, _ = make({})
     assert proc.transactional_id == "p-i1"
-    assert proc._txn._config["message.timeout.ms"] <= proc._txn._config["transaction.timeout.ms"]
+    config = proc._producer.config
+    assert config["message.timeout.ms"] <= config["transaction.timeout.ms"]
 
 
 def test_missing_instance_id_is_a_configuration_error() -> None:
@@ -327,7 +328,7 @@ def test_stuck_send_offsets_is_abandoned_and_a_new_epoch_redoes_the_work(
     """librdkafka #5456: send_offsets_to_transaction ignoring its timeout must not freeze us."""
     import threading
 
-    import sdk.processor._kafka_calls as calls
+    import sdk.core.session as calls
 
     monkeypatch.setattr(calls, "STALL_GRACE_S", 0.2)
     release = threading.Event()
@@ -343,7 +344,7 @@ def test_stuck_send_offsets_is_abandoned_and_a_new_epoch_redoes_the_work(
     proc, _ = make({})
     otel = make_otel()
     proc._txn._tel = otel.telemetry
-    proc._txn._timeout = 0.2
+    proc._txn.timeout_s = 0.2
     try:
         drive(proc)
         s = proc.stats
@@ -366,9 +367,8 @@ def test_a_retriable_error_is_retried_for_a_while_not_just_five_quick_times(
     """A coordinator loading __consumer_offsets answers COORDINATOR_LOAD_IN_PROGRESS for seconds."""
     import time
 
-    import sdk.processor._kafka_calls as calls
+    import sdk._client as calls
     from sdk.errors import KafkaClientError
-    from sdk.processor import ProcessorStats
 
     monkeypatch.setattr(calls, "RETRY_FOR_S", 1.5)
     attempts: list[float] = []
@@ -379,12 +379,10 @@ def test_a_retriable_error_is_retried_for_a_while_not_just_five_quick_times(
         raise KafkaException(KafkaError(KafkaError.COORDINATOR_LOAD_IN_PROGRESS))
 
     with pytest.raises(KafkaClientError) as info:
-        calls.call_kafka(loading, context="commit", stats=ProcessorStats(), transactional=False)
+        calls.call_kafka(loading, context="commit")
     assert attempts[-1] - attempts[0] >= 1.5 and len(attempts) > 5
     assert "COORDINATOR_LOAD_IN_PROGRESS" in str(info.value)
     attempts.clear()
     with pytest.raises(KafkaClientError):  # attempts=1: no retry at all
-        calls.call_kafka(
-            loading, context="flush", stats=ProcessorStats(), transactional=False, attempts=1
-        )
+        calls.call_kafka(loading, context="flush", attempts=1)
     assert len(attempts) == 1
