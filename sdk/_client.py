@@ -152,4 +152,3 @@ def call_kafka(
         if on_retry is not None:
             on_retry(context)
         time.sleep(min(2.0, 0.05 * 2 ** (attempt - 1)))  # 0.05, 0.1, ... 2 s
-

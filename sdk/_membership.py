@@ -1,6 +1,7 @@
-"""What the at-most-once commit needs (shared by Consumer and Processor).
+"""The one at-most-once commit (shared by Consumer and Processor) and what it needs.
 
-Membership facts, and the batch positions to commit or to rewind to.
+:func:`commit_before_handling` commits a polled batch before any handler sees it; membership
+facts and the batch positions to commit or to rewind to.
 
 An at-most-once batch may be handled only if its pre-handling commit was accepted *for this
 member's generation*. librdkafka clears the member id (``memberid()`` → ``None``) the moment
@@ -15,16 +16,25 @@ broker bounce) before this check existed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import suppress
-from typing import Any
+from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, TopicPartition
 
-from sdk._client import translating
-from sdk.errors import KafkaClientError
+from sdk._client import call_kafka, translating
+from sdk.errors import KafkaClientError, from_kafka_error
+from sdk.observability import Telemetry
 
-__all__ = ["REBALANCE_CODES", "member_id", "next_offsets", "rewind", "still_member"]
+__all__ = [
+    "REBALANCE_CODES",
+    "check_partitions",
+    "commit_before_handling",
+    "member_id",
+    "next_offsets",
+    "rewind",
+    "still_member",
+]
 
 REBALANCE_CODES = frozenset(
     (
@@ -79,3 +89,90 @@ def rewind(client: Any, messages: Iterable[Any]) -> None:
     for (topic, partition), offset in sorted(first.items()):
         with suppress(KafkaClientError), translating(f"seek {topic}[{partition}]"):
             client.seek(TopicPartition(topic, partition, offset))
+
+
+def check_partitions(result: Any, context: str) -> None:
+    """Raise the first per-partition error of a ``commit()`` result (None: no result).
+
+    Raises:
+        KafkaClientError: A partition's commit failed (CommitError unless more specific).
+    """
+    for tp in result or ():
+        if tp.error is not None:
+            raise from_kafka_error(
+                tp.error, context=f"{context} {tp.topic}[{tp.partition}]", commit=True
+            )
+
+
+class CommitCounts(Protocol):
+    """The counters the at-most-once commit updates (ConsumerStats, ProcessorStats)."""
+
+    commits: int
+    commit_refused: int
+
+    def note(self, event: str, /) -> None:
+        """Record an event line."""
+        ...
+
+
+def commit_before_handling(
+    client: Any,
+    messages: list[Any],
+    *,
+    assigned_as: str | None,
+    stats: CommitCounts,
+    telemetry: Telemetry | None = None,
+    on_retry: Callable[[str], None] | None = None,
+) -> bool:
+    """at_most_once: commit the batch synchronously before any handler sees it.
+
+    The batch may be handled only if the commit was accepted for the member that received the
+    assignment (``assigned_as``): if the group session is gone before or after the commit
+    (``memberid()`` changed or cleared, see the module docstring), or a rebalance refused the
+    commit (for the whole request or for one partition), the batch is not handled — another
+    member may own its partitions and have started from the older committed offset — and its
+    partitions are rewound to the batch's first offsets, so their owner reads it again.
+
+    Args:
+        client: The ``confluent_kafka.Consumer``.
+        messages: The polled batch.
+        assigned_as: The member id that received the current assignment.
+        stats: ``commits`` / ``commit_refused`` counters and ``note()``.
+        telemetry: Counts a refused batch as ``safeguard=unowned_batch``.
+        on_retry: Called before each retry of the commit.
+
+    Returns:
+        True if the batch may be handled.
+
+    Raises:
+        KafkaClientError: The commit failed otherwise (CommitError unless more specific).
+    """
+    context = "commit before handling (at_most_once)"
+
+    def refused(why: str) -> bool:
+        stats.commit_refused += 1
+        stats.note(f"{why}; batch not handled")
+        if telemetry is not None:
+            telemetry.safeguard("unowned_batch", f"{why}; batch not handled")
+        rewind(client, messages)
+        return False
+
+    if not still_member(client, assigned_as):
+        return refused(f"{context}: group session lost; not sent")
+    offsets = next_offsets(messages)
+    try:
+        result = call_kafka(
+            lambda: client.commit(offsets=offsets, asynchronous=False),
+            context=context,
+            commit=True,
+            on_retry=on_retry,
+        )
+        check_partitions(result, context)  # the Processor's copy once skipped these
+    except KafkaClientError as exc:
+        if exc.code not in REBALANCE_CODES:
+            raise
+        return refused(str(exc))
+    if not still_member(client, assigned_as):
+        return refused(f"{context}: group session lost meanwhile")
+    stats.commits += 1
+    return True

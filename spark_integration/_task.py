@@ -25,11 +25,11 @@ from typing import Any, Protocol
 
 from confluent_kafka import Consumer as _ConsumerClient
 
+from sdk.core.failure import HandlerRunner, dead_letter
 from sdk.core.session import TransactionSession
 from sdk.errors import HandlerError, KafkaClientError, from_kafka_error
 from sdk.observability import Telemetry
 from sdk.processor import OutputRecord, ProcessorStats
-from sdk.processor._failure import HandlerRunner, dead_letter
 from sdk.producer import Producer
 from spark_integration._config import BatchJobConfig
 from spark_integration._ranges import PartitionRange, fetch_committed
@@ -229,7 +229,10 @@ class _RangeTask:
         except HandlerError as exc:
             failure = self.config.processing.consumer.failure
             if failure.on_failure == "dlq" and failure.dlq_topic:
-                return [dead_letter(m, failure.dlq_topic, exc) for m in sub]
+                return [
+                    dead_letter(m, failure.dlq_topic, exc, attempts=exc.attempts, stage="handler")
+                    for m in sub
+                ]
             self._abort_quietly()
             raise
 

@@ -8,24 +8,16 @@ from typing import Any
 from confluent_kafka import KafkaError, TopicPartition
 
 from sdk._client import call_kafka
-from sdk._membership import REBALANCE_CODES, member_id, next_offsets, rewind, still_member
+from sdk._membership import check_partitions, commit_before_handling, member_id, next_offsets
 from sdk.consumer._offsets import AckTracker
 from sdk.consumer._records import ConsumerStats
-from sdk.errors import KafkaClientError, SdkError, from_kafka_error
+from sdk.errors import KafkaClientError, SdkError
 from sdk.observability import Telemetry
 from sdk.profiles import Guarantee
 
 __all__ = ["OffsetKeeper", "next_offsets"]
 
 _log = logging.getLogger("sdk.consumer")
-
-
-def _check_partitions(result: Any, context: str) -> None:
-    for tp in result or ():
-        if tp.error is not None:
-            raise from_kafka_error(
-                tp.error, context=f"{context} {tp.topic}[{tp.partition}]", commit=True
-            )
 
 
 class OffsetKeeper:
@@ -68,33 +60,9 @@ class OffsetKeeper:
         """
         if self._alo:
             return True
-        offsets = next_offsets(messages)
-        context = "commit before handling (at_most_once)"
-        if not still_member(client, self._member):
-            return self._refused(client, messages, f"{context}: group session lost; not sent")
-        try:
-            result = call_kafka(
-                lambda: client.commit(offsets=offsets, asynchronous=False),
-                context=context,
-                commit=True,
-            )
-            _check_partitions(result, context)
-        except KafkaClientError as exc:
-            if exc.code not in REBALANCE_CODES:
-                raise
-            return self._refused(client, messages, str(exc))
-        if not still_member(client, self._member):
-            return self._refused(client, messages, f"{context}: group session lost meanwhile")
-        self.stats.commits += 1
-        return True
-
-    def _refused(self, client: Any, messages: list[Any], why: str) -> bool:
-        self.stats.commit_refused += 1
-        self.stats.note(why)
-        if self.telemetry is not None:
-            self.telemetry.safeguard("unowned_batch", f"{why}; batch not handled")
-        rewind(client, messages)
-        return False
+        return commit_before_handling(
+            client, messages, assigned_as=self._member, stats=self.stats, telemetry=self.telemetry
+        )
 
     def handled(self, client: Any, messages: list[Any]) -> None:
         """The records are handled or dead-lettered: store their offsets (at_least_once).
@@ -156,7 +124,7 @@ class OffsetKeeper:
             if exc.code == KafkaError._NO_OFFSET:
                 return  # nothing stored since the last commit
             raise
-        _check_partitions(result, context)
+        check_partitions(result, context)
         self.stats.commits += 1
 
     def on_assign(self, consumer: Any) -> None:

@@ -7,9 +7,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sdk.consumer._records import ConsumerRecord, ConsumerStats, headers_of
+from sdk.core.failure import HandlerRunner, dead_letter
 from sdk.errors import ConfigurationError, HandlerError, SdkError, SerializationError
 from sdk.observability import Telemetry
-from sdk.processor import HandlerRunner, dead_letter
 from sdk.producer import Producer, ProducerRecord
 from sdk.profiles import ConsumerProfile, Guarantee, ProducerProfile
 from sdk.serialization import Deserializer, resolve_deserializer
@@ -65,11 +65,6 @@ class RecordDecoder:
         )
 
 
-def _qualified(exc: BaseException) -> str:
-    cls = type(exc)
-    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
-
-
 class DeadLetterSink:
     """Sends failed records to the dead-letter topic and waits for their acknowledgement.
 
@@ -118,9 +113,8 @@ class DeadLetterSink:
     def send(self, message: Any, error: BaseException, *, attempts: int, stage: str) -> None:
         """Produce the original record (raw bytes) to the DLQ and wait until it is acknowledged.
 
-        Headers added to the original ones: ``dlq.topic``, ``dlq.partition``, ``dlq.offset``,
-        ``dlq.error`` (repr), ``dlq.error.type``, ``dlq.error.message``, ``dlq.attempts`` and
-        ``dlq.stage`` (``handler`` or ``deserialize``).
+        Headers added to the original ones: :data:`sdk.core.failure.DLQ_HEADERS` (the one
+        dead-letter format of the SDK, also the Processor's and Spark's).
 
         Args:
             message: The original ``confluent_kafka.Message``.
@@ -132,18 +126,10 @@ class DeadLetterSink:
             KafkaClientError: The dead-letter record was not acknowledged (the subclass says
                 why; ``.record`` holds it). The caller must then not store the offset.
         """
-        out = dead_letter(message, self.topic, error)
-        cause = error.__cause__ or error
-        headers = [
-            *(out.headers or ()),
-            ("dlq.error.type", _qualified(cause)),
-            ("dlq.error.message", str(cause)[:1000]),
-            ("dlq.attempts", str(attempts)),
-            ("dlq.stage", stage),
-        ]
+        out = dead_letter(message, self.topic, error, attempts=attempts, stage=stage)
         if self._producer is None:
             self._producer = Producer(self._profile)
-        record = ProducerRecord(self.topic, out.value, out.key, headers)
+        record = ProducerRecord(self.topic, out.value, out.key, out.headers)
         self._producer.send_and_wait(record, timeout=self._timeout)
 
     def close(self) -> None:

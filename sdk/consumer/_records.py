@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any, Protocol
+
+from sdk.core.lifecycle import Lifecycle
 
 __all__ = [
     "BatchRecordHandler",
@@ -57,12 +58,8 @@ class BatchRecordHandler(Protocol):
         ...
 
 
-class ConsumerState(Enum):
-    """Lifecycle of a :class:`~sdk.consumer.Consumer`: no client yet, open, closed (refuses)."""
-
-    NEW = "new"
-    OPEN = "open"
-    CLOSED = "closed"
+ConsumerState = Lifecycle
+"""The Consumer's lifecycle, :class:`sdk.core.lifecycle.Lifecycle`: NEW, OPEN, CLOSED."""
 
 
 @dataclass

@@ -111,6 +111,17 @@ class Telemetry(MetricHooks):
                 _default = cls()
             return _default
 
+    @classmethod
+    def disabled(cls) -> Telemetry:
+        """An instance that records nothing, even with an SDK installed (``telemetry=False``).
+
+        Propagation headers of a processed record still pass through to its outputs.
+        """
+        from opentelemetry.metrics import NoOpMeterProvider
+        from opentelemetry.trace import NoOpTracerProvider
+
+        return cls(tracer_provider=NoOpTracerProvider(), meter_provider=NoOpMeterProvider())
+
     # ------------------------------------------------------------------ SDK or not
     def tracing_enabled(self) -> bool:
         """Whether a real tracer provider is installed (explicit, or the global one by now).

@@ -1,7 +1,7 @@
-"""The processor's input positions: pre-handling commits, rewinds, its transactional id.
+"""The processor's input positions: its transactional id and the rewind after a failure.
 
-The at-most-once pre-handling commit, and the rewind to the committed offsets after a
-transaction was given up.
+The rewind seeks every assigned partition back to its committed offset after a transaction
+was given up.
 """
 
 from __future__ import annotations
@@ -12,13 +12,12 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END
 
 from sdk._client import call_kafka, translating
-from sdk._membership import REBALANCE_CODES, next_offsets, rewind, still_member
 from sdk.errors import ConfigurationError, KafkaClientError
 from sdk.observability import Telemetry
 from sdk.processor._records import ProcessorStats
 from sdk.profiles import Guarantee, ProcessingProfile
 
-__all__ = ["commit_before_handling", "counting", "rewind_to_committed", "transactional_id_for"]
+__all__ = ["counting", "rewind_to_committed", "transactional_id_for"]
 
 
 def counting(stats: ProcessorStats, telemetry: Telemetry | None) -> Callable[[str], None]:
@@ -95,53 +94,3 @@ def rewind_to_committed(
             consumer.incremental_unassign([tp])
             consumer.incremental_assign([tp])
     stats.rewinds += 1
-
-
-def commit_before_handling(
-    consumer: Any,
-    records: list[Any],
-    stats: ProcessorStats,
-    telemetry: Telemetry | None,
-    assigned_as: str | None = "-",
-) -> bool:
-    """at_most_once: commit the positions after ``records`` synchronously, before the handler.
-
-    The batch may be handled only if the commit was accepted for the member that received the
-    assignment (``assigned_as``, see :mod:`sdk._membership`): with the group session lost
-    before or after the commit, or the commit refused by a rebalance, the batch is not handled
-    and its partitions are rewound to its first offsets (their owner reads it again).
-
-    Returns:
-        True if the batch may be handled.
-
-    Raises:
-        KafkaClientError: The commit failed after retries (other than by a rebalance).
-    """
-    offsets = next_offsets(records)
-    context = "commit (at_most_once, before handling)"
-
-    def refused(why: str) -> bool:
-        stats.commit_refused += 1
-        stats.note(f"{context}: {why}; batch not handled")
-        if telemetry is not None:
-            telemetry.safeguard("unowned_batch", f"{context}: {why}; batch not handled")
-        rewind(consumer, records)
-        return False
-
-    if not still_member(consumer, assigned_as):
-        return refused("group session lost, commit not sent")
-    try:
-        call_kafka(
-            lambda: consumer.commit(offsets=offsets, asynchronous=False),
-            context=context,
-            commit=True,
-            on_retry=counting(stats, telemetry),
-        )
-    except KafkaClientError as exc:
-        if exc.code not in REBALANCE_CODES:
-            raise
-        return refused(str(exc))
-    if not still_member(consumer, assigned_as):
-        return refused("group session lost during the commit")
-    stats.commits += 1
-    return True

@@ -13,8 +13,9 @@ from confluent_kafka import Consumer as _ConsumerClient
 from confluent_kafka import TopicPartition
 
 from sdk._client import call_kafka
-from sdk._membership import member_id
+from sdk._membership import commit_before_handling, member_id
 from sdk._signals import sigterm_stops
+from sdk.core.failure import HandlerRunner, dead_letter
 from sdk.core.session import TransactionSession
 from sdk.errors import (
     ClosedError,
@@ -27,9 +28,7 @@ from sdk.errors import (
 )
 from sdk.observability import Telemetry, get_logger, redact
 from sdk.partitioners import Partitioner
-from sdk.processor._failure import HandlerRunner, dead_letter
 from sdk.processor._positions import (
-    commit_before_handling,
     counting,
     rewind_to_committed,
     transactional_id_for,
@@ -78,8 +77,9 @@ class Processor:
             Java-compatible murmur2), the same as the SDK :class:`~sdk.producer.Producer`.
         producer_factory: Makes the producer client from a librdkafka dict (tests pass fakes).
         consumer_factory: Makes the consumer client from a librdkafka dict.
-        telemetry: Spans/metrics hooks (default: :meth:`Telemetry.default`, a no-op until the
-            application installs an OpenTelemetry SDK). See docs/observability.md.
+        telemetry: Spans/metrics hooks, as for the Producer and the Consumer: None uses
+            :meth:`Telemetry.default` (records nothing until the application installs an
+            OpenTelemetry SDK); False records nothing at all. See docs/observability.md.
 
     Raises:
         ConfigurationError: Neither or both handlers, or no transactional id for exactly_once.
@@ -99,7 +99,7 @@ class Processor:
         partitioner: str | Partitioner | None = None,
         producer_factory: Callable[[dict[str, Any]], Any] | None = None,
         consumer_factory: Callable[[dict[str, Any]], Any] = _ConsumerClient,
-        telemetry: Telemetry | None = None,
+        telemetry: Telemetry | Literal[False] | None = None,
     ) -> None:
         if (handler is None) == (batch_handler is None):
             raise ConfigurationError(
@@ -115,7 +115,9 @@ class Processor:
         self._on_fenced = on_fenced
         self._poll_timeout = poll_timeout_s
         self._consumer_factory = consumer_factory
-        self._tel = tel = telemetry or Telemetry.default()
+        self._tel = tel = (
+            Telemetry.disabled() if telemetry is False else (telemetry or Telemetry.default())
+        )
         self._group = profile.consumer.group_id
         self._runner = HandlerRunner(
             profile.consumer.failure, on_retry=lambda: tel.retry("handler")
@@ -249,7 +251,12 @@ class Processor:
                 raise from_kafka_error(err, context="consume")
         if records:
             if self.guarantee is Guarantee.AT_MOST_ONCE and not commit_before_handling(
-                self._consumer, records, self.stats, self._tel, self._member
+                self._consumer,
+                records,
+                assigned_as=self._member,
+                stats=self.stats,
+                telemetry=self._tel,
+                on_retry=counting(self.stats, self._tel),
             ):
                 return  # not handled: another member may own these partitions now
             self._handle(records)
@@ -298,7 +305,10 @@ class Processor:
                     else:
                         self._commit_or_recover()
                     raise
-                outputs = [dead_letter(m, failure.dlq_topic, exc) for m in msgs]
+                outputs = [
+                    dead_letter(m, failure.dlq_topic, exc, attempts=exc.attempts, stage="handler")
+                    for m in msgs
+                ]
                 self.stats.dead_lettered += len(msgs)
                 cause = type(exc.__cause__ or exc).__name__
                 for m in msgs:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any, Protocol
 
+from sdk.core.lifecycle import Lifecycle
 from sdk.core.records import OutputRecord, TransactionStats
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "ProcessorState",
     "ProcessorStats",
 ]
+
 
 class Handler(Protocol):
     """Transform one consumed record (a ``confluent_kafka.Message``) into output records."""
@@ -33,13 +34,9 @@ class BatchHandler(Protocol):
         ...
 
 
-class ProcessorState(Enum):
-    """Lifecycle of a :class:`~sdk.processor.Processor`; a closed processor refuses ``run()``."""
-
-    CREATED = "created"
-    RUNNING = "running"
-    STOPPING = "stopping"
-    CLOSED = "closed"
+ProcessorState = Lifecycle
+"""The Processor's lifecycle: :class:`sdk.core.lifecycle.Lifecycle` (``CREATED``/``NEW``,
+``RUNNING``, ``STOPPING``, ``CLOSED``)."""
 
 
 @dataclass

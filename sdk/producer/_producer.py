@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import enum
 import logging
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from types import TracebackType
@@ -14,6 +14,7 @@ from typing import Any, Literal
 from confluent_kafka import KafkaError
 
 from sdk._client import translating
+from sdk.core.lifecycle import Lifecycle
 from sdk.core.records import OutputRecord
 from sdk.core.session import TransactionSession
 from sdk.errors import (
@@ -47,12 +48,8 @@ _UNKNOWN_PARTITION_CODES = frozenset(
 )
 
 
-class ProducerState(enum.Enum):
-    """Lifecycle of a :class:`Producer`: no client yet, open, closed (refuses use)."""
-
-    NEW = "new"
-    OPEN = "open"
-    CLOSED = "closed"
+ProducerState = Lifecycle
+"""The Producer's lifecycle, :class:`sdk.core.lifecycle.Lifecycle`: NEW, OPEN, CLOSED."""
 
 
 class Producer:
@@ -76,11 +73,11 @@ class Producer:
         partitioner: A partitioner name or instance; defaults to ``profile.partitioner``
             (``murmur2``: Java-compatible, placed natively by librdkafka).
         transactional_id: The concrete id for an exactly_once profile that has only a prefix.
-        queue_full_timeout: Seconds ``send()`` keeps serving callbacks while librdkafka's
+        queue_full_timeout_s: Seconds ``send()`` keeps serving callbacks while librdkafka's
             local queue is full before it gives up with :class:`KafkaTimeoutError`.
         check_topics: Look each new topic up once before its first record, so an unknown topic
             fails at ``send()`` instead of after the delivery timeout.
-        metadata_timeout: Seconds for that lookup.
+        metadata_timeout_s: Seconds for that lookup.
         partition_refresh_s: Seconds a Python partitioner trusts a topic's partition count;
             partitions added at runtime are used after at most this long.
         on_delivery: Called with each resolved handle (success or failure), from whichever
@@ -92,6 +89,8 @@ class Producer:
             ``flush``); False turns instrumentation off entirely.
         client_factory: Builds the underlying client from the rendered config (tests, or a
             patched client); defaults to ``confluent_kafka.Producer``.
+        queue_full_timeout: Deprecated name of ``queue_full_timeout_s``.
+        metadata_timeout: Deprecated name of ``metadata_timeout_s``.
 
     Raises:
         ConfigurationError: Unknown serializer or partitioner, or an exactly_once prefix profile
@@ -106,17 +105,29 @@ class Producer:
         value_serializer: str | Serializer = "bytes",
         partitioner: str | Partitioner | None = None,
         transactional_id: str | None = None,
-        queue_full_timeout: float = 30.0,
+        queue_full_timeout_s: float = 30.0,
         check_topics: bool = True,
-        metadata_timeout: float = 10.0,
+        metadata_timeout_s: float = 10.0,
         partition_refresh_s: float = 30.0,
         on_delivery: Callable[[DeliveryHandle], None] | None = None,
         telemetry: Telemetry | Literal[False] | None = None,
         client_factory: Callable[[dict[str, Any]], Any] | None = None,
+        queue_full_timeout: float | None = None,
+        metadata_timeout: float | None = None,
     ) -> None:
-        if queue_full_timeout <= 0 or metadata_timeout <= 0:
+        if queue_full_timeout is not None or metadata_timeout is not None:
+            warnings.warn(  # the names before every timeout in seconds ended in _s
+                "Producer(queue_full_timeout=, metadata_timeout=) are now queue_full_timeout_s= "
+                "and metadata_timeout_s=",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            queue_full_timeout_s = queue_full_timeout or queue_full_timeout_s
+            metadata_timeout_s = metadata_timeout or metadata_timeout_s
+        if queue_full_timeout_s <= 0 or metadata_timeout_s <= 0:
             raise ConfigurationError(
-                "queue_full_timeout and metadata_timeout must be > 0", field="queue_full_timeout"
+                "queue_full_timeout_s and metadata_timeout_s must be > 0",
+                field="queue_full_timeout_s",
             )
         self.profile = profile
         self._key_ser = resolve_serializer(key_serializer)
@@ -137,15 +148,15 @@ class Producer:
             partitioner or profile.partitioner,
             base,
             metadata_max_age=partition_refresh_s,
-            metadata_timeout=metadata_timeout,
+            metadata_timeout=metadata_timeout_s,
         )
         self._config: dict[str, Any] = {**base, **self._router.producer_config()}
         self._native = self._router.native
         self._fast = self._raw_key and self._raw_value and self._native
         self._transactional = profile.guarantee is Guarantee.EXACTLY_ONCE
-        self._queue_full_timeout = queue_full_timeout
+        self._queue_full_timeout = queue_full_timeout_s
         self._check_topics = check_topics
-        self._metadata_timeout = metadata_timeout
+        self._metadata_timeout = metadata_timeout_s
         self._factory = client_factory
         self._client: Any = None
         self._state = ProducerState.NEW
@@ -263,7 +274,7 @@ class Producer:
             SerializationError: A serializer failed or did not return bytes.
             UnknownTopicError: The topic does not exist (``check_topics``).
             RecordTooLargeError: The record is over ``message.max.bytes``.
-            KafkaTimeoutError: The local queue stayed full for ``queue_full_timeout``.
+            KafkaTimeoutError: The local queue stayed full for ``queue_full_timeout_s``.
             ClosedError: The producer is closed.
             KafkaClientError: Any other refusal by librdkafka (the record is on ``.record``).
         """

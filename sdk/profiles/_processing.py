@@ -18,6 +18,18 @@ __all__ = ["ProcessingProfile"]
 class ProcessingProfile(ProfileModel):
     """Consumer and producer of a read-process-write loop, bound to one guarantee.
 
+    The guarantee is written once: ``consumer`` and ``producer`` given as mappings without a
+    ``guarantee`` take the processing guarantee; one that names a different guarantee is an
+    error.
+
+    Example::
+
+        ProcessingProfile(
+            guarantee="exactly_once",
+            consumer={"bootstrap_servers": "kafka:9092", "group_id": "orders"},
+            producer={"bootstrap_servers": "kafka:9092", "transactional_id_prefix": "orders-"},
+        )
+
     Attributes:
         commit_interval_ms: How often the loop commits (exactly_once: ends the transaction).
         max_records_per_transaction: Commit early once this many input records were handled.
@@ -33,6 +45,18 @@ class ProcessingProfile(ProfileModel):
     @classmethod
     def _guarantee(cls, value: Any) -> Guarantee:
         return parse_guarantee(value)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _inherit_guarantee(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "guarantee" not in data:
+            return data
+        out = dict(data)
+        for side in ("consumer", "producer"):
+            child = out.get(side)
+            if isinstance(child, dict) and "guarantee" not in child:
+                out[side] = {**child, "guarantee": data["guarantee"]}
+        return out
 
     @model_validator(mode="after")
     def _same_guarantee(self) -> ProcessingProfile:

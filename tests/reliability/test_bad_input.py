@@ -22,7 +22,7 @@ def test_invalid_topic_name_is_a_clear_error_with_the_record(
         bootstrap_servers=kafka_cluster.bootstrap_servers,
         delivery_timeout_ms=5000,
     )
-    with Producer(profile, metadata_timeout=5) as producer, pytest.raises(SdkError) as info:
+    with Producer(profile, metadata_timeout_s=5) as producer, pytest.raises(SdkError) as info:
         producer.send_and_wait(topic, b"v", timeout=10)
     print(f"{topic[:20]!r}: {info.value!r}")
     assert "Invalid topic" in str(info.value)  # the broker's verdict, not a timeout

@@ -140,7 +140,7 @@ def test_wrong_password_is_an_authentication_error_without_the_password(
 ) -> None:
     wrong = f"wrong-{uuid.uuid4().hex}"
     profile = _profile(secure, "writer", wrong, tmp_path)
-    producer = Producer(profile, metadata_timeout=10)
+    producer = Producer(profile, metadata_timeout_s=10)
     with pytest.raises(AuthenticationError) as info:
         producer.send_and_wait(secure["topic"], b"x")
     print(f"wrong password: {info.value!r}")

@@ -77,7 +77,7 @@ def test_record_over_topic_limit_fails_on_handle_and_flush(
 
 def test_unreachable_broker_at_first_send() -> None:
     p = profile(f"127.0.0.1:{_closed_port()}")
-    producer = Producer(p, metadata_timeout=2)
+    producer = Producer(p, metadata_timeout_s=2)
     with pytest.raises(KafkaClientError) as info:
         producer.send("orders", b"v")
     assert isinstance(info.value, (BrokerUnreachableError, KafkaTimeoutError))
@@ -103,7 +103,7 @@ def test_full_local_queue_waits_then_fails_with_the_record() -> None:
         delivery_timeout_ms=60_000,
         extras={"queue.buffering.max.messages": 5},
     )
-    producer = Producer(p, check_topics=False, queue_full_timeout=1.0)
+    producer = Producer(p, check_topics=False, queue_full_timeout_s=1.0)
     for i in range(5):
         producer.send("orders", f"{i}".encode())
     started = time.monotonic()

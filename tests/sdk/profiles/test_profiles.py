@@ -12,6 +12,7 @@ from sdk.profiles import (
     ConsumerProfile,
     FailurePolicy,
     Guarantee,
+    ProcessingProfile,
     ProducerProfile,
     load_profiles,
 )
@@ -226,3 +227,20 @@ def test_consumer_assignor_errors_name_the_field(assignor: str, protocol: str, s
             group_protocol=protocol,
         )
     assert info.value.field == "assignor" and says in str(info.value)
+
+
+def test_processing_profile_takes_the_guarantee_once() -> None:
+    p = ProcessingProfile(
+        guarantee="exactly_once",
+        consumer={"bootstrap_servers": "x:1", "group_id": "g"},
+        producer={"bootstrap_servers": "x:1", "transactional_id_prefix": "p-"},
+    )
+    assert p.consumer.guarantee is p.producer.guarantee is p.guarantee
+    assert p.consumer.isolation_level == "read_committed"  # the exactly_once consumer defaults
+    with pytest.raises(ConfigurationError) as info:
+        ProcessingProfile(
+            guarantee="exactly_once",
+            consumer={"guarantee": "at_least_once", "bootstrap_servers": "x:1", "group_id": "g"},
+            producer={"bootstrap_servers": "x:1", "transactional_id_prefix": "p-"},
+        )
+    assert info.value.field == "consumer.guarantee"

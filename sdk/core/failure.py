@@ -1,4 +1,8 @@
-"""Running the user's handler under the profile's FailurePolicy (retry, then DLQ or stop)."""
+"""The failure policy: run the user's handler with retries, then dead-letter or stop.
+
+One runner and one dead-letter format for every front end (Consumer, Processor, Spark): a
+dead-lettered record keeps its key, value and headers and gets the ``dlq.*`` headers below.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +14,11 @@ from typing import Any
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
+from sdk.core.records import OutputRecord
 from sdk.errors import ConfigurationError, HandlerError
-from sdk.processor._records import OutputRecord
 from sdk.profiles import FailurePolicy
 
-__all__ = ["HandlerRunner", "dead_letter"]
+__all__ = ["DLQ_HEADERS", "HandlerRunner", "dead_letter"]
 
 
 def _resolve_type(name: str) -> type[BaseException]:
@@ -88,16 +92,56 @@ class HandlerRunner:
         raise AssertionError("unreachable")  # pragma: no cover
 
 
-def dead_letter(record: Any, topic: str, error: BaseException) -> OutputRecord:
+DLQ_HEADERS = (
+    "dlq.topic",
+    "dlq.partition",
+    "dlq.offset",
+    "dlq.error",
+    "dlq.error.type",
+    "dlq.error.message",
+    "dlq.attempts",
+    "dlq.stage",
+)
+"""The headers a dead-lettered record gets after its own (docs/consumer.md lists them)."""
+
+
+def _qualified(exc: BaseException) -> str:
+    cls = type(exc)
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
+
+
+def dead_letter(
+    message: Any, topic: str, error: BaseException, *, attempts: int, stage: str
+) -> OutputRecord:
     """Build the dead-letter copy of an input ``confluent_kafka.Message``.
 
-    The original key, value and headers are kept; headers name the source and the error.
+    The original key, value and headers are kept; :data:`DLQ_HEADERS` are appended: where the
+    record came from (``dlq.topic``, ``dlq.partition``, ``dlq.offset``), the error
+    (``dlq.error`` as repr, ``dlq.error.type``, ``dlq.error.message``; the cause of a
+    HandlerError or SerializationError is reported), ``dlq.attempts`` (handler runs, 0 for a
+    record that could not be deserialized) and ``dlq.stage`` (``handler``, ``deserialize``, or
+    ``user`` for :meth:`sdk.consumer.Consumer.dead_letter`).
+
+    Args:
+        message: The original ``confluent_kafka.Message``.
+        topic: The dead-letter topic.
+        error: Why it failed.
+        attempts: How many times the handler ran.
+        stage: ``"handler"``, ``"deserialize"`` or ``"user"``.
+
+    Returns:
+        The record to produce to ``topic``.
     """
-    headers: list[tuple[str, bytes | str | None]] = list(record.headers() or [])
+    cause = error.__cause__ or error
+    headers: list[tuple[str, bytes | str | None]] = list(message.headers() or [])
     headers += [
-        ("dlq.topic", record.topic()),
-        ("dlq.partition", str(record.partition())),
-        ("dlq.offset", str(record.offset())),
-        ("dlq.error", repr(error.__cause__ or error)[:1000]),
+        ("dlq.topic", message.topic()),
+        ("dlq.partition", str(message.partition())),
+        ("dlq.offset", str(message.offset())),
+        ("dlq.error", repr(cause)[:1000]),
+        ("dlq.error.type", _qualified(cause)),
+        ("dlq.error.message", str(cause)[:1000]),
+        ("dlq.attempts", str(attempts)),
+        ("dlq.stage", stage),
     ]
-    return OutputRecord(topic=topic, value=record.value(), key=record.key(), headers=headers)
+    return OutputRecord(topic=topic, value=message.value(), key=message.key(), headers=headers)
