@@ -54,7 +54,7 @@ def processor(bootstrap: str, source: str, n: int, size: int, guarantee: str) ->
         seen += 1
         if seen >= n:
             proc.stop()
-        return [OutputRecord(out, record.value(), key=record.key())]
+        return [OutputRecord(out, record.value, key=record.key)]
 
     proc = Processor(profile, [source], copy, instance_id="bench")
     proc.run()  # returns after the final commit

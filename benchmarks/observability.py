@@ -173,7 +173,7 @@ def copy_once(bootstrap: str, src: str, n: int, telemetry: Telemetry | None) -> 
     proc = Processor(
         profile,
         [src],
-        lambda r: [OutputRecord(dst, r.value(), key=r.key(), headers=r.headers())],
+        lambda r: [OutputRecord(dst, r.value, key=r.key, headers=r.headers)],
         instance_id="bench",
         **extra,
     )

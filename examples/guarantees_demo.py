@@ -67,7 +67,7 @@ def worker(spec: dict[str, Any]) -> None:
         seen += 1
         if seen % 100 == 0:
             time.sleep(0.02)  # "work": keeps records in flight when the kill lands
-        return [OutputRecord(spec["output"], record.value(), key=record.key())]
+        return [OutputRecord(spec["output"], record.value, key=record.key)]
 
     processor = Processor(profile, [spec["input"]], copy, instance_id="worker-0")
     signal.signal(signal.SIGTERM, lambda *_: processor.stop())

@@ -100,13 +100,13 @@ def main() -> None:
 
         # 2. The order service: one transaction = outputs + input offsets.
         def handle(record: Any) -> list[OutputRecord]:
-            order = json.loads(record.value())
+            order = json.loads(record.value)
             if order["qty"] <= 0:
                 raise ValueError(f"order {order['order']}: quantity must be positive")
             confirmation = json.dumps({"order": order["order"], "status": "confirmed"}).encode()
             reservation = json.dumps({"sku": order["sku"], "reserve": order["qty"]}).encode()
             return [
-                OutputRecord(confirmed, confirmation, key=record.key()),
+                OutputRecord(confirmed, confirmation, key=record.key),
                 OutputRecord(inventory, reservation, key=order["sku"].encode()),
             ]
 

@@ -43,7 +43,7 @@ def main() -> None:
         )
 
         def upper(record: Any) -> list[OutputRecord]:
-            return [OutputRecord("words-upper", record.value().upper(), key=record.key())]
+            return [OutputRecord("words-upper", record.value.upper(), key=record.key)]
 
         # instance_id must be stable across restarts of this instance (see docs/processor.md).
         processor = Processor(profile, ["words"], upper, instance_id="worker-0")

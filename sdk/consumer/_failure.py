@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sdk.consumer._records import ConsumerRecord, ConsumerStats, headers_of
+from sdk.consumer._records import ConsumerRecord, ConsumerStats
 from sdk.core.failure import HandlerRunner, dead_letter
 from sdk.errors import ConfigurationError, HandlerError, SdkError, SerializationError
 from sdk.observability import Telemetry
@@ -52,17 +52,7 @@ class RecordDecoder:
                 f"failed: {exc!r}",
                 record=message,
             ) from exc
-        _, timestamp = message.timestamp()
-        return ConsumerRecord(
-            topic=topic,
-            partition=message.partition(),
-            offset=message.offset(),
-            key=key,
-            value=value,
-            headers=headers_of(message),
-            timestamp_ms=timestamp if timestamp > 0 else None,
-            raw=message,
-        )
+        return ConsumerRecord(key, value, message)
 
 
 class DeadLetterSink:

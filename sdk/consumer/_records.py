@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sdk.core.lifecycle import Lifecycle
+from sdk.core.records import ConsumerRecord
 
 __all__ = [
     "BatchRecordHandler",
@@ -15,31 +15,6 @@ __all__ = [
     "ConsumerStats",
     "RecordHandler",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerRecord:
-    """One consumed record, key and value already deserialized.
-
-    Attributes:
-        topic: Topic the record was read from.
-        partition: Partition number.
-        offset: Offset of the record in its partition.
-        key: Deserialized key (None for a record without key).
-        value: Deserialized value (None for a tombstone).
-        headers: Header ``(name, value)`` pairs in broker order (empty tuple if none).
-        timestamp_ms: Record timestamp in ms since the epoch, or None if the broker has none.
-        raw: The ``confluent_kafka.Message`` it came from (raw key/value bytes, for DLQs).
-    """
-
-    topic: str
-    partition: int
-    offset: int
-    key: Any
-    value: Any
-    headers: tuple[tuple[str, bytes | None], ...] = ()
-    timestamp_ms: int | None = None
-    raw: Any = field(default=None, repr=False, compare=False)
 
 
 class RecordHandler(Protocol):
@@ -110,9 +85,3 @@ class ConsumerStats:
         self.errors.append(error)
         if len(self.errors) > 100:
             del self.errors[:10]
-
-
-def headers_of(message: Any) -> tuple[tuple[str, bytes | None], ...]:
-    """The headers of a ``confluent_kafka.Message`` as a tuple (empty if none)."""
-    raw: Sequence[tuple[str, bytes | None]] | None = message.headers()
-    return tuple(raw) if raw else ()

@@ -1,14 +1,114 @@
-"""The record a handler returns, and the counters of the transactional session."""
+"""The one record type in, the one out, and the counters of the transactional session.
+
+:class:`ConsumerRecord` is what every handler gets; :class:`OutputRecord` is what a Processor
+or Spark handler returns.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["OutputRecord", "TransactionStats"]
+__all__ = ["ConsumerRecord", "OutputRecord", "TransactionStats"]
 
 _log = logging.getLogger("sdk.processor")
+
+
+class ConsumerRecord:
+    """One consumed record, as every handler gets it (Consumer and Processor alike).
+
+    A read-only view over the ``confluent_kafka.Message`` it came from: key and value are held
+    (deserialized by the Consumer's deserializers; bytes for the Processor), everything else is
+    read from the message when asked for, so building one per record costs little on the hot
+    path (~0.2 us, against ~1 us for a frozen dataclass with every field filled in).
+
+    Attributes:
+        topic: Topic the record was read from.
+        partition: Partition number.
+        offset: Offset of the record in its partition.
+        key: Deserialized key (None for a record without key).
+        value: Deserialized value (None for a tombstone).
+        headers: Header ``(name, value)`` pairs in broker order (empty tuple if none).
+        timestamp_ms: Record timestamp in ms since the epoch, or None if the broker has none.
+        raw: The ``confluent_kafka.Message`` (raw key/value bytes, for DLQs and tracing).
+    """
+
+    __slots__ = ("_key", "_raw", "_value")
+
+    def __init__(self, key: Any, value: Any, raw: Any) -> None:
+        self._key = key
+        self._value = value
+        self._raw = raw
+
+    @property
+    def key(self) -> Any:
+        """The deserialized key."""
+        return self._key
+
+    @property
+    def value(self) -> Any:
+        """The deserialized value."""
+        return self._value
+
+    @property
+    def raw(self) -> Any:
+        """The ``confluent_kafka.Message``."""
+        return self._raw
+
+    @property
+    def topic(self) -> str:
+        """The topic."""
+        return str(self._raw.topic())
+
+    @property
+    def partition(self) -> int:
+        """The partition."""
+        return int(self._raw.partition())
+
+    @property
+    def offset(self) -> int:
+        """The offset."""
+        return int(self._raw.offset())
+
+    @property
+    def headers(self) -> tuple[tuple[str, bytes | None], ...]:
+        """Header pairs in broker order (empty tuple if none)."""
+        raw: Sequence[tuple[str, bytes | None]] | None = self._raw.headers()
+        return tuple(raw) if raw else ()
+
+    @property
+    def timestamp_ms(self) -> int | None:
+        """Timestamp in ms since the epoch, or None if the broker has none."""
+        _, timestamp = self._raw.timestamp()
+        return int(timestamp) if timestamp > 0 else None
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (
+            self.topic,
+            self.partition,
+            self.offset,
+            self._key,
+            self._value,
+            self.headers,
+            self.timestamp_ms,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConsumerRecord):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash((self.topic, self.partition, self.offset))
+
+    def __repr__(self) -> str:
+        return (
+            f"ConsumerRecord(topic={self.topic!r}, partition={self.partition}, "
+            f"offset={self.offset}, key={self._key!r}, value={self._value!r}, "
+            f"headers={self.headers!r}, timestamp_ms={self.timestamp_ms!r})"
+        )
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from sdk.core.failure import HandlerRunner, dead_letter
 from sdk.processor._processor import Processor
+from sdk.processor._progress import Progress
 from sdk.processor._records import (
     BatchHandler,
     Handler,
@@ -18,5 +19,6 @@ __all__ = [
     "Processor",
     "ProcessorState",
     "ProcessorStats",
+    "Progress",
     "dead_letter",
 ]

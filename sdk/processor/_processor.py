@@ -16,6 +16,7 @@ from sdk._client import call_kafka
 from sdk._membership import commit_before_handling, member_id
 from sdk._signals import sigterm_stops
 from sdk.core.failure import HandlerRunner, dead_letter
+from sdk.core.records import ConsumerRecord
 from sdk.core.session import TransactionSession
 from sdk.errors import (
     ClosedError,
@@ -33,6 +34,7 @@ from sdk.processor._positions import (
     rewind_to_committed,
     transactional_id_for,
 )
+from sdk.processor._progress import Progress, ProgressTracker
 from sdk.processor._records import (
     BatchHandler,
     Handler,
@@ -62,7 +64,9 @@ class Processor:
     Args:
         profile: The processing profile (guarantee, consumer, producer, commit cadence).
         input_topics: Topics to subscribe to.
-        handler: ``record -> iterable of OutputRecord`` (record: ``confluent_kafka.Message``).
+        handler: ``record -> iterable of OutputRecord``; the record is the Consumer's
+            :class:`~sdk.consumer.ConsumerRecord` (``.key``/``.value`` as bytes, ``.topic``,
+            ``.partition``, ``.offset``, ``.headers``; ``.raw`` is the confluent ``Message``).
         batch_handler: Alternative to ``handler``: ``list of records -> iterable``.
         transactional_id: Concrete transactional.id (overrides the profile's).
         instance_id: Stable id of this instance, appended to the profile's
@@ -80,6 +84,9 @@ class Processor:
         telemetry: Spans/metrics hooks, as for the Producer and the Consumer: None uses
             :meth:`Telemetry.default` (records nothing until the application installs an
             OpenTelemetry SDK); False records nothing at all. See docs/observability.md.
+        on_progress: Called with a :class:`Progress` after every rebalance event and every
+            commit (assignment, committed positions), so a supervisor need not poll the
+            broker; runs in the processor's thread, its exceptions are logged and ignored.
 
     Raises:
         ConfigurationError: Neither or both handlers, or no transactional id for exactly_once.
@@ -100,6 +107,7 @@ class Processor:
         producer_factory: Callable[[dict[str, Any]], Any] | None = None,
         consumer_factory: Callable[[dict[str, Any]], Any] = _ConsumerClient,
         telemetry: Telemetry | Literal[False] | None = None,
+        on_progress: Callable[[Progress], Any] | None = None,
     ) -> None:
         if (handler is None) == (batch_handler is None):
             raise ConfigurationError(
@@ -131,6 +139,7 @@ class Processor:
         self._last_commit = time.monotonic()
         self._callback_error: BaseException | None = None
         self._member: str | None = None  # group member id that received the assignment
+        self._progress = ProgressTracker(on_progress, lambda: self.stats.records_in)
         self.transactional_id = transactional_id_for(profile, transactional_id, instance_id)
         # every output goes through the SDK Producer: the profile's partitioner places keys
         # exactly as the Producer (and Java) would, which the Processor's own raw producer
@@ -145,6 +154,16 @@ class Processor:
         )
         self._txn = TransactionSession(self._producer, stats=self.stats, telemetry=tel)
         self._timeout_s = self._txn.timeout_s
+
+    @property
+    def assignment(self) -> list[tuple[str, int]]:
+        """The ``(topic, partition)`` pairs this processor owns now, sorted."""
+        return sorted(self._progress.assignment)
+
+    @property
+    def committed(self) -> dict[tuple[str, int], int]:
+        """Next offset per owned partition, as this processor last committed (or stored)."""
+        return dict(self._progress.committed)
 
     # ---------------------------------------------------------------- lifecycle
     def __enter__(self) -> Processor:
@@ -250,15 +269,17 @@ class Processor:
             elif err.fatal():
                 raise from_kafka_error(err, context="consume")
         if records:
-            if self.guarantee is Guarantee.AT_MOST_ONCE and not commit_before_handling(
-                self._consumer,
-                records,
-                assigned_as=self._member,
-                stats=self.stats,
-                telemetry=self._tel,
-                on_retry=counting(self.stats, self._tel),
-            ):
-                return  # not handled: another member may own these partitions now
+            if self.guarantee is Guarantee.AT_MOST_ONCE:
+                if not commit_before_handling(
+                    self._consumer,
+                    records,
+                    assigned_as=self._member,
+                    stats=self.stats,
+                    telemetry=self._tel,
+                    on_retry=counting(self.stats, self._tel),
+                ):
+                    return  # not handled: another member may own these partitions now
+                self._progress.commit((m.topic(), m.partition(), m.offset() + 1) for m in records)
             self._handle(records)
         if self._due():
             self._commit_or_recover()
@@ -272,12 +293,14 @@ class Processor:
 
     def _handle(self, records: list[Any]) -> None:
         if self._batch_handler is not None:
-            self._handle_unit(records, self._batch_handler, records)
+            batch = [ConsumerRecord(m.key(), m.value(), m) for m in records]
+            self._handle_unit(batch, self._batch_handler, records)
             return
         handler = self._handler
         assert handler is not None
         for i, msg in enumerate(records):
-            if not self._handle_unit(msg, handler, [msg]):
+            # the Consumer's record type: handlers of both read record.value, record.raw, ...
+            if not self._handle_unit(ConsumerRecord(msg.key(), msg.value(), msg), handler, [msg]):
                 return  # rewound: the rest of the batch is re-read
             if self._due() and i + 1 < len(records) and not self._commit_or_recover():
                 return
@@ -334,7 +357,7 @@ class Processor:
     def _process_span(self, arg: Any, msgs: list[Any]) -> AbstractContextManager[Any]:
         """``process <topic>`` per record, or one span per batch linking every record."""
         tx = self._txn.span
-        if arg is msgs:
+        if isinstance(arg, list):
             return self._tel.batch_process_span(msgs, self._group, transaction=tx)
         m = msgs[0]
         return self._tel.process_span(
@@ -363,12 +386,14 @@ class Processor:
             if not self._txn.open:
                 self._reset_pending()
                 return True
+            offsets = self._offsets()
             try:
-                self._txn.commit(self._offsets(), self._consumer.consumer_group_metadata())
+                self._txn.commit(offsets, self._consumer.consumer_group_metadata())
             except KafkaClientError as exc:
                 self._recover(exc)
                 return False
             self.stats.commits += 1
+            self._progress.commit((tp.topic, tp.partition, tp.offset) for tp in offsets)
             self._reset_pending()
             return True
         if self.guarantee is _ALO and self._pending:
@@ -388,6 +413,7 @@ class Processor:
                     on_retry=counting(self.stats, self._tel),
                 )
             self.stats.commits += 1
+            self._progress.commit((tp.topic, tp.partition, tp.offset) for tp in offsets)
         self._reset_pending()
         return True
 
@@ -426,6 +452,7 @@ class Processor:
         self._member = member_id(consumer)  # at_most_once: handle only as this member
         self.stats.note(f"assigned {len(partitions)} partitions")
         self._tel.rebalance("assigned", len(partitions))
+        self._progress.rebalanced("assigned", partitions)
 
     def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
         """Commit (or abort and rewind) the in-flight work before the partitions go."""
@@ -436,6 +463,7 @@ class Processor:
         except BaseException as exc:  # surfaced by the loop after consume() returns
             self._callback_error = exc
         self._reset_pending()
+        self._progress.rebalanced("revoked", partitions)
 
     def _on_lost(self, consumer: Any, partitions: list[Any]) -> None:
         """Partitions were lost (session expired): another member may own them; abort."""
@@ -452,6 +480,7 @@ class Processor:
                 except BaseException as inner:
                     self._callback_error = inner
         self._reset_pending()
+        self._progress.rebalanced("lost", partitions)
 
     def _raise_callback_error(self) -> None:
         if self._callback_error is not None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from sdk.core.lifecycle import Lifecycle
-from sdk.core.records import OutputRecord, TransactionStats
+from sdk.core.records import ConsumerRecord, OutputRecord, TransactionStats
 
 __all__ = [
     "BatchHandler",
@@ -19,17 +19,17 @@ __all__ = [
 
 
 class Handler(Protocol):
-    """Transform one consumed record (a ``confluent_kafka.Message``) into output records."""
+    """Transform one consumed record into output records (as a Consumer handler gets it)."""
 
-    def __call__(self, record: Any, /) -> Iterable[OutputRecord]:
+    def __call__(self, record: ConsumerRecord, /) -> Iterable[OutputRecord]:
         """Return the records to produce for ``record`` (may be empty)."""
         ...
 
 
 class BatchHandler(Protocol):
-    """Transform one consumed batch (a list of ``confluent_kafka.Message``) into output records."""
+    """Transform one consumed batch (a list of :class:`ConsumerRecord`) into output records."""
 
-    def __call__(self, records: list[Any], /) -> Iterable[OutputRecord]:
+    def __call__(self, records: list[ConsumerRecord], /) -> Iterable[OutputRecord]:
         """Return the records to produce for the whole batch (may be empty)."""
         ...
 

@@ -16,6 +16,8 @@ Every fault is made deterministic by waiting for a *state* rather than a time:
   found with the Java Admin API (``TransactionsCommand describe``), frozen (SIGSTOP), the gate is
   opened so the commit request goes to the frozen coordinator, and after 1 s — the commit call is
   then blocked on a coordinator that cannot answer — the coordinator is SIGKILLed and restarted.
+  The note gives the seconds from the kill to ``a``'s next committed transaction (its stats,
+  dumped every 0.5 s, show one more commit), measured while the node restarts.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -229,11 +232,27 @@ def coordinator_kill(ctx: FaultContext) -> None:
     gate.unlink()
     wait_for(gate.with_suffix(".called").exists, 30, "a to send its commit")
     time.sleep(1.0)  # the EndTxn request is with a coordinator that cannot answer
+    worker = ctx.workers["a"]
+    before = int(worker.stats().get("commits", 0))
     ctx.cluster.kill(coordinator)
+    killed = time.monotonic()
     ctx.log(f"  commit of a in flight; SIGKILL transaction coordinator node {coordinator}")
+    committed: list[float] = []
+
+    def watch() -> None:  # a's next commit, while the node restarts (restart() blocks)
+        while time.monotonic() - killed < 300 and not committed:
+            if int(worker.stats().get("commits", 0)) > before:
+                committed.append(time.monotonic() - killed)
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     ctx.cluster.restart(coordinator)
     wait_full_isr(ctx)
-    ctx.notes["coordinator_kill"] = f"node {coordinator}"
+    watcher.join(300)
+    after = f"{committed[0]:.1f}s" if committed else "not within 300s"
+    ctx.log(f"  a committed again {after} after the kill")
+    ctx.notes["coordinator_kill"] = f"node {coordinator}; a committed again {after} after the kill"
 
 
 FAULTS: dict[str, Callable[[FaultContext], None]] = {

@@ -126,7 +126,7 @@ def main() -> None:
     def handler(record: Any) -> list[OutputRecord]:
         return [
             OutputRecord(
-                topic=output, key=record.key(), value=record.value(), headers=record.headers()
+                topic=output, key=record.key, value=record.value, headers=record.headers
             )
         ]
 

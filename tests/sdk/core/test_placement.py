@@ -72,7 +72,7 @@ def _copy_through_processor(bs: str, src: str, dst: str, profile: ProcessingProf
     def handler(record: Any) -> list[OutputRecord]:
         nonlocal written
         written += 1
-        return [OutputRecord(dst, record.value(), record.key())]
+        return [OutputRecord(dst, record.value, record.key)]
 
     proc = Processor(profile, [src], handler, instance_id="placement")
     box: dict[str, Any] = {}

@@ -119,10 +119,10 @@ def test_one_trace_from_producer_through_processor_to_consumer(
     sent = produce_traced(otel, bs, src, values)
 
     def handler(r: Any) -> list[OutputRecord]:
-        if r.value() == b"bad":
+        if r.value == b"bad":
             raise ValueError("cannot handle 'bad'")
         # the handler copies the input headers: the processor must replace their traceparent
-        return [OutputRecord(dst, r.value().upper(), key=r.key(), headers=r.headers())]
+        return [OutputRecord(dst, r.value.upper(), key=r.key, headers=r.headers)]
 
     failure = {"attempts": 2, "backoff_initial_ms": 10, "backoff_max_ms": 10}
     failure |= {"on_failure": "dlq", "dlq_topic": dlq}
@@ -227,9 +227,9 @@ def test_aborted_transaction_is_recorded_and_no_secret_leaks(
     sent = produce_traced(otel, bs, src, ["x", "boom"])
 
     def handler(r: Any) -> list[OutputRecord]:
-        if r.value() == b"boom":
+        if r.value == b"boom":
             raise RuntimeError("handler refuses")
-        return [OutputRecord(dst, r.value(), key=r.key())]
+        return [OutputRecord(dst, r.value, key=r.key)]
 
     security = {"sasl_mechanism": "PLAIN", "sasl_username": "svc", "sasl_password": SECRET}
     # a long commit interval: "x" and "boom" are in one transaction, which the failure aborts
@@ -281,7 +281,7 @@ def test_batch_handler_gets_one_span_per_batch_linking_every_input(
     sent = produce_traced(otel, bs, src, ["a", "b", "c"])
 
     def batch(records: list[Any]) -> list[OutputRecord]:
-        return [OutputRecord(dst, r.value(), key=r.key()) for r in records]
+        return [OutputRecord(dst, r.value, key=r.key) for r in records]
 
     proc = Processor(
         profile(bs, group, {}),

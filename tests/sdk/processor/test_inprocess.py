@@ -39,7 +39,7 @@ def eos_profile(bootstrap: str, group: str, **extra: Any) -> ProcessingProfile:
 
 
 def copy(output: str) -> Callable[[Any], list[OutputRecord]]:
-    return lambda r: [OutputRecord(topic=output, key=r.key(), value=r.value())]
+    return lambda r: [OutputRecord(topic=output, key=r.key, value=r.value)]
 
 
 def run_until(proc: Processor, done: Callable[[], bool], timeout: float = 60) -> Any:
@@ -91,11 +91,11 @@ def test_abortable_error_aborts_rewinds_and_continues(
     poisoned = {"done": False}
 
     def handler(r: Any) -> list[OutputRecord]:
-        value = r.value()
+        value = r.value
         if value == b"1234" and not poisoned["done"]:
             poisoned["done"] = True
             value = b"x" * 300_000  # the broker refuses it: MSG_SIZE_TOO_LARGE, abortable
-        return [OutputRecord(topic=dst, key=r.key(), value=value)]
+        return [OutputRecord(topic=dst, key=r.key, value=value)]
 
     proc = Processor(eos_profile(bs, group), [src], handler, instance_id="one")
     box = run_until(proc, lambda: committed_total(bs, group, src, 4) >= n)
@@ -129,12 +129,12 @@ def test_fenced_producer(kafka_cluster: Any, make_topic: Any, make_group: Any, p
     fenced = {"done": False}
 
     def handler(r: Any) -> list[OutputRecord]:
-        if int(r.value()) % 500 == 0:
+        if int(r.value) % 500 == 0:
             time.sleep(0.05)
         if not fenced["done"] and proc.stats.records_in >= 1000:
             fenced["done"] = True
             _fence(bs, str(proc.transactional_id))
-        return [OutputRecord(topic=dst, key=r.key(), value=r.value())]
+        return [OutputRecord(topic=dst, key=r.key, value=r.value)]
 
     proc = Processor(
         eos_profile(bs, group),
@@ -167,11 +167,11 @@ def test_handler_failure_dead_letters_inside_the_transaction(
     calls: dict[int, int] = {}
 
     def handler(r: Any) -> list[OutputRecord]:
-        i = int(r.value())
+        i = int(r.value)
         if i % 100 == 7:
             calls[i] = calls.get(i, 0) + 1
             raise ValueError(f"poison {i}")
-        return [OutputRecord(topic=dst, key=r.key(), value=r.value())]
+        return [OutputRecord(topic=dst, key=r.key, value=r.value)]
 
     failure = {"attempts": 2, "backoff_initial_ms": 1, "on_failure": "dlq", "dlq_topic": dlq}
     proc = Processor(eos_profile(bs, group, failure=failure), [src], handler, instance_id="d")
@@ -193,9 +193,9 @@ def test_handler_failure_stop_aborts_and_raises(
     seed(bs, src, 100)
 
     def handler(r: Any) -> list[OutputRecord]:
-        if r.value() == b"50":
+        if r.value == b"50":
             raise RuntimeError("boom")
-        return [OutputRecord(topic=dst, key=r.key(), value=r.value())]
+        return [OutputRecord(topic=dst, key=r.key, value=r.value)]
 
     failure = {"attempts": 1, "on_failure": "stop"}
     profile = eos_profile(bs, group, failure=failure, commit_interval_ms=30_000)
@@ -242,10 +242,10 @@ def test_transaction_timeout_on_the_broker(
     stalled = {"done": False}
 
     def handler(r: Any) -> list[OutputRecord]:
-        if r.value() == b"700" and not stalled["done"]:
+        if r.value == b"700" and not stalled["done"]:
             stalled["done"] = True
             time.sleep(14)  # > 2 s timeout + the broker's 10 s abort-check interval
-        return [OutputRecord(topic=dst, key=r.key(), value=r.value())]
+        return [OutputRecord(topic=dst, key=r.key, value=r.value)]
 
     profile = ProcessingProfile(
         guarantee="exactly_once",

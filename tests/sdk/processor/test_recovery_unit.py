@@ -158,7 +158,7 @@ def make(
     proc = Processor(
         profile(**extra),
         ["in"],
-        lambda r: [OutputRecord("out", r.value(), r.key())],
+        lambda r: [OutputRecord("out", r.value, r.key)],
         instance_id="i1",
         producer_factory=lambda c: FakeProducer(c, script),
         consumer_factory=lambda c: consumer,
@@ -267,7 +267,7 @@ def _at_most_once(consumer: MemberConsumer) -> Processor:
             producer=side,
         ),
         ["in"],
-        lambda r: [OutputRecord("out", r.value(), r.key())],
+        lambda r: [OutputRecord("out", r.value, r.key)],
         producer_factory=lambda c: FakeProducer(c, {}),
         consumer_factory=lambda c: consumer,
     )
@@ -293,6 +293,7 @@ def test_at_most_once_batch_is_not_handled_when_the_session_is_lost_during_its_c
     assert consumer.commits[1:] == [[(0, 4)], [(0, 8)]]
     assert FakeProducer.instances[0].pending == [str(i).encode() for i in range(8)]
     assert (proc.stats.commit_refused, proc.stats.records_in) == (1, 8)
+    assert proc.committed == {("in", 0): 8}  # the refused commit is not reported
 
 
 def test_at_most_once_sends_no_commit_without_a_group_session() -> None:
@@ -386,3 +387,34 @@ def test_a_retriable_error_is_retried_for_a_while_not_just_five_quick_times(
     with pytest.raises(KafkaClientError):  # attempts=1: no retry at all
         calls.call_kafka(loading, context="flush", attempts=1)
     assert len(attempts) == 1
+
+
+def test_progress_hook_reports_assignment_and_committed_positions() -> None:
+    """A supervisor learns the assignment and committed positions without asking the broker."""
+    from sdk.processor import Progress
+
+    seen: list[Progress] = []
+    FakeProducer.instances = []
+    consumer = FakeConsumer([FakeMessage("in", 0, i, str(i).encode()) for i in range(10)])
+    proc = Processor(
+        profile(),
+        ["in"],
+        lambda r: [OutputRecord("out", r.value, r.key)],
+        instance_id="i1",
+        producer_factory=lambda c: FakeProducer(c, {}),
+        consumer_factory=lambda c: consumer,
+        on_progress=seen.append,
+    )
+    proc.state = ProcessorState.RUNNING
+    proc._start()
+    consumer.callbacks["on_assign"](consumer, [FakeTP("in", 0)])
+    for _ in range(5):
+        proc._step()
+    assert (seen[0].event, seen[0].assignment) == ("assigned", (("in", 0),))
+    commits = [p.committed[("in", 0)] for p in seen if p.event == "committed"]
+    assert commits == [5, 10]  # max_records_per_transaction=5
+    assert proc.assignment == [("in", 0)] and proc.committed == {("in", 0): 10}
+    assert seen[-1].records_in == 10
+    consumer.callbacks["on_revoke"](consumer, [FakeTP("in", 0)])
+    assert (seen[-1].event, seen[-1].assignment, dict(seen[-1].committed)) == ("revoked", (), {})
+    assert proc.committed == {}

@@ -25,6 +25,8 @@ def build_profile(args: dict[str, Any]) -> ProcessingProfile:
     if guarantee == "exactly_once":
         producer["transactional_id_prefix"] = args["txn_prefix"]
         producer["transaction_timeout_ms"] = args.get("transaction_timeout_ms", 60_000)
+        if "transaction_call_timeout_ms" in args:
+            producer["transaction_call_timeout_ms"] = args["transaction_call_timeout_ms"]
     return ProcessingProfile(
         guarantee=guarantee,
         commit_interval_ms=args.get("commit_interval_ms", 100),
@@ -91,7 +93,7 @@ def main() -> None:
             time.sleep(delay)
         if freeze is not None and seen % 50 == 0:
             hold_while_frozen()
-        return [OutputRecord(topic=output, key=record.key(), value=record.value())]
+        return [OutputRecord(topic=output, key=record.key, value=record.value)]
 
     processor = Processor(
         build_profile(args),
