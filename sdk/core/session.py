@@ -36,6 +36,7 @@ from sdk.errors import (
     AmbiguousTransactionError,
     DeliveryError,
     KafkaClientError,
+    ProducerFencedError,
     TransactionAbortableError,
     from_kafka_error,
 )
@@ -399,6 +400,9 @@ class TransactionSession:
     ) -> None:
         """Abort the open transaction; if the abort fails, recreate the client instead.
 
+        A failed abort is counted by its kind like any failed call (``ambiguous`` for an
+        unknown outcome, ``fenced`` for a fenced or fatal client).
+
         Raises:
             KafkaClientError: The abort failed fatally with ``on_fenced="raise"``, or the new
                 client's init_transactions failed.
@@ -411,9 +415,10 @@ class TransactionSession:
             self.stats.note(f"abort failed: {exc}")
             if isinstance(exc, AmbiguousTransactionError):
                 self.stats.ambiguous += 1
-            elif exc.fatal and on_fenced == "raise":
+            elif exc.fatal or isinstance(exc, ProducerFencedError):
                 self.stats.fenced += 1
-                self.close(cause=exc)
-                raise
+                if on_fenced == "raise":
+                    self.close(cause=exc)
+                    raise
             self.stats.aborts += 1
             self.recreate(cause=exc)

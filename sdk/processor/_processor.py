@@ -470,15 +470,10 @@ class Processor:
         self.stats.lost += 1
         self._tel.rebalance("lost", len(partitions))
         if self.guarantee is _EOS and self._txn.open:
-            try:
-                self._txn.abort()
-                self.stats.aborts += 1
-            except KafkaClientError as exc:
-                self.stats.note(f"abort on lost failed: {exc}; recreating")
-                try:
-                    self._txn.recreate()
-                except BaseException as inner:
-                    self._callback_error = inner
+            try:  # never raises a fence here: a lost member's epoch may well be stale
+                self._txn.abort_or_recreate(on_fenced="recreate")
+            except BaseException as exc:  # the new client's init failed: the loop raises it
+                self._callback_error = exc
         self._reset_pending()
         self._progress.rebalanced("lost", partitions)
 
