@@ -10,6 +10,7 @@ import pytest
 
 from sdk.errors import ClosedError, ConfigurationError, DeliveryError
 from sdk.producer import Producer, ProducerRecord, ProducerState, RecordMetadata
+from tests.placement import java_partition
 from tests.sdk.producer._support import profile, read_all
 
 pytestmark = pytest.mark.broker
@@ -51,35 +52,8 @@ def test_default_placement_is_java_murmur2(kafka_cluster: Any, make_topic: Any) 
         producer.flush(30)
     for i, h in enumerate(handles):
         key = f"key-{i}".encode()
-        java = (_java_murmur2(key) & 0x7FFFFFFF) % 6
+        java = java_partition(key, 6)
         assert h.result().partition == java, key
-
-
-def _java_murmur2(data: bytes) -> int:
-    """Kafka's Utils.murmur2, written out here as an independent reference."""
-    seed, m, r = 0x9747B28C, 0x5BD1E995, 24
-    length = len(data)
-    h = (seed ^ length) & 0xFFFFFFFF
-    for i in range(length // 4):
-        k = int.from_bytes(data[4 * i : 4 * i + 4], "little")
-        k = (k * m) & 0xFFFFFFFF
-        k ^= k >> r
-        k = (k * m) & 0xFFFFFFFF
-        h = (h * m) & 0xFFFFFFFF
-        h ^= k
-    tail = length & ~3
-    rest = length % 4
-    if rest == 3:
-        h ^= data[tail + 2] << 16
-    if rest >= 2:
-        h ^= data[tail + 1] << 8
-    if rest >= 1:
-        h ^= data[tail]
-        h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 15
-    return h
 
 
 def test_python_partitioner_from_profile(kafka_cluster: Any, make_topic: Any) -> None:
