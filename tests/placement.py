@@ -1,8 +1,8 @@
 """Where keys land: Java's placement computed here, and an independent reader (kafka-python).
 
-Shared by the placement tests of the SDK paths (tests/sdk/core, tests/sdk/producer) and of the Spark paths
-(tests/spark_integration): every output path must place a key where Java's producer would,
-``(murmur2(key) & 0x7fffffff) % partitions``.
+Shared by the placement tests of the SDK paths (tests/sdk/core, tests/sdk/producer) and of the
+Spark paths (tests/spark_integration): every output path must place a key where Java's producer
+would, ``(murmur2(key) & 0x7fffffff) % partitions``.
 """
 
 from __future__ import annotations
