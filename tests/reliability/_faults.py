@@ -18,6 +18,10 @@ Every fault is made deterministic by waiting for a *state* rather than a time:
   then blocked on a coordinator that cannot answer — the coordinator is SIGKILLed and restarted.
   The note gives the seconds from the kill to ``a``'s next committed transaction (its stats,
   dumped every 0.5 s, show one more commit), measured while the node restarts.
+* ``coordinator_stall``: (exactly_once, not in the default sequence) as ``coordinator_kill``,
+  but the coordinator stays frozen for ``COORDINATOR_STALL_S`` before the kill, past the
+  commit's whole retry budget: ``a`` sees an AmbiguousTransactionError (with a short
+  ``transaction_call_timeout_ms``), recreates its producer and redoes the work.
 """
 
 from __future__ import annotations
@@ -220,10 +224,9 @@ def transaction_coordinator(cluster: LocalCluster, transactional_id: str) -> int
     return int(lines[1][column])
 
 
-def coordinator_kill(ctx: FaultContext) -> None:
-    if not ctx.transactional:
-        ctx.notes["coordinator_kill"] = "n/a (no transactions)"
-        return
+def _freeze_commit_of_a(ctx: FaultContext) -> int:
+    """Hold ``a`` before commit step 3, freeze its transaction coordinator, let the commit go
+    to it; return the coordinator's node id."""
     gate = ctx.hook("a", "gate")
     gate.touch()
     ctx.wait_file(gate.with_suffix(".at"), "a to reach commit step 3")
@@ -231,6 +234,14 @@ def coordinator_kill(ctx: FaultContext) -> None:
     ctx.cluster.pause(coordinator)
     gate.unlink()
     wait_for(gate.with_suffix(".called").exists, 30, "a to send its commit")
+    return coordinator
+
+
+def coordinator_kill(ctx: FaultContext) -> None:
+    if not ctx.transactional:
+        ctx.notes["coordinator_kill"] = "n/a (no transactions)"
+        return
+    coordinator = _freeze_commit_of_a(ctx)
     time.sleep(1.0)  # the EndTxn request is with a coordinator that cannot answer
     worker = ctx.workers["a"]
     before = int(worker.stats().get("commits", 0))
@@ -240,9 +251,13 @@ def coordinator_kill(ctx: FaultContext) -> None:
     committed: list[float] = []
 
     def watch() -> None:  # a's next commit, while the node restarts (restart() blocks)
+        fed = killed
         while time.monotonic() - killed < 300 and not committed:
             if int(worker.stats().get("commits", 0)) > before:
                 committed.append(time.monotonic() - killed)
+            if time.monotonic() - fed >= 2.0:  # a commits only when it has records to handle:
+                ctx.more()  # 500 more records every 2 s keep some coming without a flood
+                fed = time.monotonic()
             time.sleep(0.1)
 
     watcher = threading.Thread(target=watch, daemon=True)
@@ -255,10 +270,30 @@ def coordinator_kill(ctx: FaultContext) -> None:
     ctx.notes["coordinator_kill"] = f"node {coordinator}; a committed again {after} after the kill"
 
 
+COORDINATOR_STALL_S = 25.0
+"""How long ``coordinator_stall`` keeps the coordinator frozen: longer than a commit's retry
+budget with a 2 s ``transaction_call_timeout_ms`` (at least 5 attempts and 15 s)."""
+
+
+def coordinator_stall(ctx: FaultContext) -> None:
+    if not ctx.transactional:
+        ctx.notes["coordinator_stall"] = "n/a (no transactions)"
+        return
+    coordinator = _freeze_commit_of_a(ctx)
+    ctx.log(f"  commit of a in flight; coordinator node {coordinator} frozen")
+    time.sleep(COORDINATOR_STALL_S)  # a's commit call runs out of retries: outcome unknown
+    ctx.cluster.kill(coordinator)
+    ctx.cluster.restart(coordinator)
+    wait_full_isr(ctx)
+    ctx.log(f"  coordinator node {coordinator} frozen {COORDINATOR_STALL_S:.0f}s, then restarted")
+    ctx.notes["coordinator_stall"] = f"node {coordinator} frozen {COORDINATOR_STALL_S:.0f}s"
+
+
 FAULTS: dict[str, Callable[[FaultContext], None]] = {
     "leader_kill": leader_kill,
     "broker_bounce": broker_bounce,
     "processor_kill": processor_kill,
     "zombie": zombie,
     "coordinator_kill": coordinator_kill,
+    "coordinator_stall": coordinator_stall,
 }

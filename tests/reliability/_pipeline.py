@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,13 +96,13 @@ def high_watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, in
 
 
 def faults_for(guarantee: Guarantee, wanted: Sequence[str] | None) -> list[str]:
-    """The fault sequence: every fault (coordinator_kill only where there are transactions)."""
-    names = list(wanted) if wanted is not None else list(FAULTS)
+    """The fault sequence: every default fault (coordinator ones only with transactions)."""
+    names = list(wanted) if wanted is not None else [n for n in FAULTS if n != "coordinator_stall"]
     unknown = [n for n in names if n not in FAULTS]
     if unknown:
         raise ValueError(f"unknown faults {unknown}; valid: {', '.join(FAULTS)}")
     if guarantee is not Guarantee.EXACTLY_ONCE:
-        names = [n for n in names if n != "coordinator_kill"]
+        names = [n for n in names if not n.startswith("coordinator_")]
     return names
 
 
@@ -115,6 +115,7 @@ def run_pipeline(
     faults: Sequence[str] | None = None,
     rate: float = 10_000.0,
     log: Callable[[str], None] = print,
+    worker_extra: Mapping[str, Any] | None = None,
 ) -> PipelineResult:
     """Run the pipeline once and return the verdict (see the module docstring)."""
     g = parse_guarantee(guarantee)
@@ -135,6 +136,7 @@ def run_pipeline(
         "session_timeout_ms": SESSION_TIMEOUT_MS,
         "commit_interval_ms": 100,
         "batch_size": 500,
+        **(worker_extra or {}),  # e.g. transaction_call_timeout_ms
     }
     stop_s = max(TRANSACTION_TIMEOUT_MS, SESSION_TIMEOUT_MS) / 1000 + 5
     eos = g is Guarantee.EXACTLY_ONCE
