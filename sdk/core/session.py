@@ -119,6 +119,11 @@ class TransactionSession:
         self.transaction_timeout_ms = profile.transaction_timeout_ms
         self.timeout_s = profile.transaction_call_timeout_ms / 1000.0
         """Timeout of each transactional call (``transaction_call_timeout_ms``)."""
+        # step 1 waits as long as a record may live: librdkafka resolves every queued record
+        # (delivered or failed) within message.timeout.ms, capped at the transaction timeout
+        self.flush_timeout_s = int(producer.config.get("message.timeout.ms", 0)) / 1000.0 or (
+            self.timeout_s
+        )
         self.open = False
         self.opened_at = 0.0
         self.span: TransactionSpan | None = None
@@ -190,13 +195,13 @@ class TransactionSession:
         """Step 1: wait until every queued record is acknowledged or failed.
 
         Raises:
-            AmbiguousTransactionError: Records left after the call timeout (KafkaTimeoutError
-                outside a transaction).
+            AmbiguousTransactionError: Records left after ``message.timeout.ms``
+                (KafkaTimeoutError outside a transaction).
             TransactionAbortableError: A record of the transaction failed (DeliveryError
                 outside a transaction).
         """
         client = self._client()
-        remaining = self._call(lambda: client.flush(self.timeout_s), context, attempts=1)
+        remaining = self._call(lambda: client.flush(self.flush_timeout_s), context, attempts=1)
         if remaining:
             raise from_kafka_error(
                 timeout_error(f"{remaining} records unacknowledged"),
