@@ -15,6 +15,11 @@ producer) reaches a client that has an ``error_cb``, ``poll()`` and ``flush()`` 
 ``KafkaError`` object itself, which is not a ``BaseException`` — no ``except`` clause but a
 bare one can catch it, and a thread that meets it dies without a printable traceback. Both
 entry points below catch it and translate it like a ``KafkaException``.
+
+:class:`ProducerClient` and :class:`ConsumerClient` name the calls the SDK makes on
+confluent-kafka's clients, so that a client slot is typed by what it must do: a real
+``confluent_kafka.Producer``/``Consumer`` satisfies them, and so do the in-tree fakes of
+:mod:`sdk.testing.fakes`.
 """
 
 from __future__ import annotations
@@ -23,15 +28,167 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, overload
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from sdk.errors import RETRY_FOR_S, KafkaClientError, from_kafka_error, is_transient
 
-__all__ = ["RETRY_FOR_S", "call_kafka", "kafka_error", "timeout_error", "translating"]
+__all__ = [
+    "RETRY_FOR_S",
+    "ConsumerClient",
+    "ProducerClient",
+    "call_kafka",
+    "kafka_error",
+    "timeout_error",
+    "translating",
+]
 
 T = TypeVar("T")
+
+
+class ProducerClient(Protocol):
+    """The calls the SDK makes on a ``confluent_kafka.Producer`` (signatures as in its stubs).
+
+    Implemented by ``confluent_kafka.Producer`` and :class:`sdk.testing.fakes.FakeProducerClient`.
+    ``on_delivery``, ``timestamp`` and ``headers`` are keyword-only here: confluent-kafka has a
+    deprecated ``callback`` alias in the fifth position.
+    """
+
+    def produce(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int = -1,
+        *,
+        on_delivery: Any = None,
+        timestamp: int = 0,
+        headers: Any = None,
+    ) -> None:
+        """Queue one record (delivery is reported to ``on_delivery`` by poll/flush)."""
+        ...
+
+    def poll(self, timeout: float = -1) -> int:
+        """Serve delivery reports and callbacks; return how many were served."""
+        ...
+
+    def flush(self, timeout: float = -1) -> int:
+        """Wait for every queued record; return how many are still queued."""
+        ...
+
+    def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
+        """Drop queued (and in-flight) records."""
+        ...
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        """Cluster metadata (a ``confluent_kafka.admin.ClusterMetadata``)."""
+        ...
+
+    def init_transactions(self, timeout: float = -1) -> None:
+        """Register the transactional.id (bumps its epoch, fencing older producers)."""
+        ...
+
+    def begin_transaction(self) -> None:
+        """Begin a transaction."""
+        ...
+
+    def send_offsets_to_transaction(
+        self, positions: list[TopicPartition], group_metadata: Any, timeout: float = -1
+    ) -> None:
+        """Add the consumer's positions to the open transaction."""
+        ...
+
+    def commit_transaction(self, timeout: float = -1) -> None:
+        """Commit the open transaction."""
+        ...
+
+    def abort_transaction(self, timeout: float = -1) -> None:
+        """Abort the open transaction."""
+        ...
+
+
+class ConsumerClient(Protocol):
+    """The calls the SDK makes on a ``confluent_kafka.Consumer`` (signatures as in its stubs).
+
+    Implemented by ``confluent_kafka.Consumer`` and :class:`sdk.testing.fakes.FakeConsumerClient`.
+    Messages are ``Any``: the SDK reads them through ``topic()``, ``offset()``, ... whose
+    ``Optional`` results in the stubs would otherwise need a check at every use.
+    """
+
+    def subscribe(
+        self,
+        topics: list[str],
+        on_assign: Any = None,
+        on_revoke: Any = None,
+        on_lost: Any = None,
+    ) -> None:
+        """Join the group; the callbacks get ``(consumer, partitions)``."""
+        ...
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
+        """Up to ``num_messages`` messages (and error events), waiting up to ``timeout`` s."""
+        ...
+
+    @overload
+    def commit(self, *, asynchronous: Literal[False]) -> list[TopicPartition]: ...
+
+    @overload
+    def commit(
+        self, *, offsets: list[TopicPartition], asynchronous: Literal[False]
+    ) -> list[TopicPartition]: ...
+
+    def store_offsets(
+        self, message: Any = None, offsets: list[TopicPartition] | None = None
+    ) -> None:
+        """Store offsets for the next (auto) commit."""
+        ...
+
+    def committed(
+        self, partitions: list[TopicPartition], timeout: float = -1
+    ) -> list[TopicPartition]:
+        """The group's committed offsets of ``partitions``."""
+        ...
+
+    def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """The next offset this consumer will read, per partition."""
+        ...
+
+    def seek(self, partition: TopicPartition) -> None:
+        """Move the fetch position of an assigned partition."""
+        ...
+
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        """Replace the assignment (no group rebalance)."""
+        ...
+
+    def assignment(self) -> list[TopicPartition]:
+        """The current assignment."""
+        ...
+
+    def incremental_assign(self, partitions: list[TopicPartition]) -> None:
+        """Add partitions to the assignment."""
+        ...
+
+    def incremental_unassign(self, partitions: list[TopicPartition]) -> None:
+        """Remove partitions from the assignment."""
+        ...
+
+    def consumer_group_metadata(self) -> Any:
+        """The group metadata that ``send_offsets_to_transaction`` needs."""
+        ...
+
+    def memberid(self) -> str | None:
+        """The group member id (None without a group session)."""
+        ...
+
+    def close(self) -> None:
+        """Leave the group and release the client."""
+        ...
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        """Cluster metadata (a ``confluent_kafka.admin.ClusterMetadata``)."""
+        ...
 
 
 def kafka_error(exc: BaseException) -> Any:

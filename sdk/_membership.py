@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, TopicPartition
 
-from sdk._client import call_kafka, translating
+from sdk._client import ConsumerClient, call_kafka, translating
 from sdk.errors import KafkaClientError, from_kafka_error
 from sdk.observability import Telemetry
 
@@ -53,7 +53,7 @@ Under KIP-848 the member id survives a fenced epoch, so the member-id check cann
 the broker refuses such a commit with STALE_MEMBER_EPOCH or FENCED_MEMBER_EPOCH instead."""
 
 
-def member_id(client: Any) -> str | None:
+def member_id(client: ConsumerClient) -> str | None:
     """The consumer's current group member id, or None (no group session right now).
 
     Clients without ``memberid()`` (test doubles) report ``"-"``: always the same member.
@@ -65,7 +65,7 @@ def member_id(client: Any) -> str | None:
     return str(value) if value else None
 
 
-def still_member(client: Any, assigned_as: str | None) -> bool:
+def still_member(client: ConsumerClient, assigned_as: str | None) -> bool:
     """Whether ``client`` is still the member that received the current assignment."""
     return assigned_as is not None and member_id(client) == assigned_as
 
@@ -78,7 +78,7 @@ def next_offsets(messages: Iterable[Any]) -> list[Any]:
     return [TopicPartition(t, p, o) for (t, p), o in sorted(last.items())]
 
 
-def rewind(client: Any, messages: Iterable[Any]) -> None:
+def rewind(client: ConsumerClient, messages: Iterable[Any]) -> None:
     """Seek each partition of ``messages`` back to the batch's first offset, so it is read again.
 
     A partition no longer assigned is skipped: its owner starts from the committed offset.
@@ -116,7 +116,7 @@ class CommitCounts(Protocol):
 
 
 def commit_before_handling(
-    client: Any,
+    client: ConsumerClient,
     messages: list[Any],
     *,
     assigned_as: str | None,

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sdk._client import translating
+from sdk._client import ConsumerClient, translating
 from sdk.errors import ConfigurationError, KafkaClientError, UnknownTopicError, from_kafka_error
 from sdk.profiles import ConsumerProfile
 
@@ -97,7 +97,9 @@ _COORDINATOR_CODES = (
 )
 
 
-def fetch_committed(client: Any, partitions: list[Any], timeout: float, context: str) -> Any:
+def fetch_committed(
+    client: ConsumerClient, partitions: list[Any], timeout: float, context: str
+) -> Any:
     """``client.committed(partitions)``, retried while the group coordinator is not ready.
 
     librdkafka reports NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS from ``committed()``
@@ -132,7 +134,7 @@ def committed_offsets(
     partitions: Sequence[tuple[str, int]],
     timeout: float = 60.0,
     *,
-    consumer_factory: Any = None,
+    consumer_factory: Callable[[dict[str, Any]], ConsumerClient] | None = None,
 ) -> dict[tuple[str, int], int]:
     """Read the group's committed offsets the way a read_committed member would.
 

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from confluent_kafka import Consumer as _ConsumerClient
 from pydantic import Field, model_validator
 
-from sdk._client import translating
+from sdk._client import ConsumerClient, ProducerClient, translating
 from sdk.core.session import TransactionSession
 from sdk.errors import ConfigurationError, KafkaClientError
 from sdk.observability import Telemetry
@@ -160,8 +160,8 @@ def write_slice(
     slices: int,
     rows: Iterator[Any],
     *,
-    producer_factory: Callable[[dict[str, Any]], Any] | None = None,
-    consumer_factory: Callable[[dict[str, Any]], Any] = _ConsumerClient,
+    producer_factory: Callable[[dict[str, Any]], ProducerClient] | None = None,
+    consumer_factory: Callable[[dict[str, Any]], ConsumerClient] = _ConsumerClient,
 ) -> SliceResult:
     """Write one slice of one batch in one transaction with its batch marker, or skip it.
 

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import Consumer as _ConsumerClient
 
+from sdk._client import ConsumerClient, ProducerClient
 from sdk.core.failure import HandlerRunner, dead_letter
 from sdk.core.session import TransactionSession
 from sdk.errors import HandlerError, KafkaClientError, from_kafka_error
@@ -90,8 +91,8 @@ class _RangeTask:
         rng: PartitionRange,
         config: BatchJobConfig,
         transform: RecordTransform,
-        producer_factory: Callable[[dict[str, Any]], Any] | None,
-        consumer_factory: Callable[[dict[str, Any]], Any],
+        producer_factory: Callable[[dict[str, Any]], ProducerClient] | None,
+        consumer_factory: Callable[[dict[str, Any]], ConsumerClient],
     ) -> None:
         self.rng = rng
         self.config = config
@@ -277,8 +278,8 @@ def run_range(
     config: BatchJobConfig,
     transform: RecordTransform,
     *,
-    producer_factory: Callable[[dict[str, Any]], Any] | None = None,
-    consumer_factory: Callable[[dict[str, Any]], Any] = _ConsumerClient,
+    producer_factory: Callable[[dict[str, Any]], ProducerClient] | None = None,
+    consumer_factory: Callable[[dict[str, Any]], ConsumerClient] = _ConsumerClient,
 ) -> RangeResult:
     """Copy one planned range exactly once (runs inside a Spark task, or anywhere).
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, TopicPartition
 
-from sdk._client import call_kafka
+from sdk._client import ConsumerClient, call_kafka
 from sdk._membership import check_partitions, commit_before_handling, member_id, next_offsets
 from sdk.consumer._offsets import AckTracker
 from sdk.consumer._records import ConsumerStats
@@ -42,7 +42,7 @@ class OffsetKeeper:
         self._member: str | None = None  # the member id that received the assignment
         self.telemetry: Telemetry | None = None  # set by the Consumer
 
-    def before_handling(self, client: Any, messages: list[Any]) -> bool:
+    def before_handling(self, client: ConsumerClient, messages: list[Any]) -> bool:
         """at_most_once: commit the batch synchronously before any handler sees it.
 
         The batch is handled only if the commit was accepted for this member's generation:
@@ -64,7 +64,7 @@ class OffsetKeeper:
             client, messages, assigned_as=self._member, stats=self.stats, telemetry=self.telemetry
         )
 
-    def handled(self, client: Any, messages: list[Any]) -> None:
+    def handled(self, client: ConsumerClient, messages: list[Any]) -> None:
         """The records are handled or dead-lettered: store their offsets (at_least_once).
 
         Raises:
@@ -78,7 +78,7 @@ class OffsetKeeper:
         if self._alo:
             self.tracker.track(message.topic(), message.partition(), message.offset())
 
-    def ack(self, client: Any, topic: str, partition: int, offset: int) -> None:
+    def ack(self, client: ConsumerClient | None, topic: str, partition: int, offset: int) -> None:
         """Acknowledge an iterator record; store the offset after the acknowledged prefix.
 
         Raises:
@@ -94,7 +94,7 @@ class OffsetKeeper:
         if next_offset is not None and client is not None:
             self._store(client, [TopicPartition(topic, partition, next_offset)])
 
-    def _store(self, client: Any, offsets: list[Any]) -> None:
+    def _store(self, client: ConsumerClient, offsets: list[Any]) -> None:
         try:
             call_kafka(
                 lambda: client.store_offsets(offsets=offsets), context="store_offsets", commit=True
@@ -108,7 +108,7 @@ class OffsetKeeper:
             return
         self.stats.stored += 1
 
-    def commit_stored(self, client: Any, context: str) -> None:
+    def commit_stored(self, client: ConsumerClient, context: str) -> None:
         """at_least_once: commit the stored offsets synchronously (no-op if none).
 
         Raises:
@@ -127,11 +127,11 @@ class OffsetKeeper:
         check_partitions(result, context)
         self.stats.commits += 1
 
-    def on_assign(self, consumer: Any) -> None:
+    def on_assign(self, consumer: ConsumerClient) -> None:
         """Remember which member received the assignment (at_most_once ownership check)."""
         self._member = member_id(consumer)
 
-    def on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
+    def on_revoke(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
         """Commit what was handled before the partitions go to another member."""
         self.stats.revoked += 1
         try:
@@ -141,7 +141,7 @@ class OffsetKeeper:
             _log.warning("%s", exc)
         self.tracker.forget((tp.topic, tp.partition) for tp in partitions)
 
-    def on_lost(self, consumer: Any, partitions: list[Any]) -> None:
+    def on_lost(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
         """Partitions were lost (session expired): no commit is possible any more."""
         self.stats.lost += 1
         self.tracker.forget((tp.topic, tp.partition) for tp in partitions)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, Literal
 
-from sdk._client import call_kafka
+from sdk._client import ConsumerClient, call_kafka
 from sdk._signals import sigterm_stops
 from sdk.consumer._commits import OffsetKeeper
 from sdk.consumer._failure import FailurePath
@@ -93,7 +93,7 @@ class Consumer:
         value_deserializer: str | Deserializer = "bytes",
         dead_letter_producer_config: Mapping[str, Any] | None = None,
         poll_timeout_s: float = 0.2,
-        client_factory: Callable[[dict[str, Any]], Any] | None = None,
+        client_factory: Callable[[dict[str, Any]], ConsumerClient] | None = None,
         telemetry: Telemetry | Literal[False] | None = None,
     ) -> None:
         if profile.guarantee is Guarantee.EXACTLY_ONCE:
@@ -118,7 +118,7 @@ class Consumer:
         )
         self._poll_timeout = poll_timeout_s
         self._factory = client_factory
-        self._client: Any = None
+        self._client: ConsumerClient | None = None
         self._state = ConsumerState.NEW
         self._stop = threading.Event()
         self._callback_error: BaseException | None = None
@@ -191,7 +191,7 @@ class Consumer:
                     client.close()
             self._failure.close()
 
-    def _open(self) -> Any:
+    def _open(self) -> ConsumerClient:
         if self._state is ConsumerState.CLOSED:
             raise ClosedError("this Consumer is closed; create a new one")
         if self._client is None:
@@ -400,7 +400,7 @@ class Consumer:
             self._in_flight = len(messages)
             yield messages
 
-    def _poll(self, client: Any, limit: int) -> list[Any]:
+    def _poll(self, client: ConsumerClient, limit: int) -> list[Any]:
         from confluent_kafka import KafkaError
 
         messages = call_kafka(lambda: client.consume(limit, self._poll_timeout), context="consume")
@@ -483,20 +483,20 @@ class Consumer:
             self._offsets.handled(self._client, messages)
 
     # ------------------------------------------------------------------ callbacks
-    def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
+    def _on_assign(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
         self._assigned_at = time.monotonic()  # idle_timeout counts from here
         self._assigned |= {(tp.topic, tp.partition) for tp in partitions}
         self._offsets.on_assign(consumer)
         if self._telemetry is not None:
             self._telemetry.rebalance("assigned", len(partitions))
 
-    def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
+    def _on_revoke(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
         self._offsets.on_revoke(consumer, partitions)  # commits what was handled first
         self._assigned -= {(tp.topic, tp.partition) for tp in partitions}
         if self._telemetry is not None:
             self._telemetry.rebalance("revoked", len(partitions))
 
-    def _on_lost(self, consumer: Any, partitions: list[Any]) -> None:
+    def _on_lost(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
         self._offsets.on_lost(consumer, partitions)
         self._assigned -= {(tp.topic, tp.partition) for tp in partitions}
         if self._telemetry is not None:

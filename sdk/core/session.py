@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from sdk._client import call_kafka, timeout_error, translating
+from sdk._client import ProducerClient, call_kafka, timeout_error, translating
 from sdk.core.records import OutputRecord, TransactionStats
 from sdk.core.recovery import Recovery, decide
 from sdk.errors import (
@@ -49,7 +49,7 @@ __all__ = ["STALL_GRACE_S", "CallStuckError", "TransactionSession", "bounded"]
 
 T = TypeVar("T")
 
-_ABANDONED: list[Any] = []
+_ABANDONED: list[ProducerClient] = []
 """Clients whose call never returned: kept referenced, because destroying a librdkafka handle
 waits for its threads and would hang the caller the bound just freed."""
 
@@ -148,8 +148,9 @@ class TransactionSession:
             on_retry=retried,
         )
 
-    def _client(self) -> Any:
-        return self.producer._ensure_client()
+    def _client(self) -> ProducerClient:
+        client: ProducerClient = self.producer._ensure_client()
+        return client
 
     # ------------------------------------------------------------------ lifecycle
     def start(self, timeout: float | None = None) -> None:

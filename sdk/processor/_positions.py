@@ -7,11 +7,10 @@ was given up.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END
 
-from sdk._client import call_kafka, translating
+from sdk._client import ConsumerClient, call_kafka, translating
 from sdk.errors import ConfigurationError, KafkaClientError
 from sdk.observability import Telemetry
 from sdk.processor._records import ProcessorStats
@@ -55,7 +54,7 @@ def transactional_id_for(
 
 
 def rewind_to_committed(
-    consumer: Any,
+    consumer: ConsumerClient,
     *,
     latest: bool,
     stats: ProcessorStats,

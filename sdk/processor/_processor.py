@@ -12,7 +12,7 @@ from typing import Any, Literal
 from confluent_kafka import Consumer as _ConsumerClient
 from confluent_kafka import TopicPartition
 
-from sdk._client import call_kafka
+from sdk._client import ConsumerClient, ProducerClient, call_kafka
 from sdk._membership import commit_before_handling, member_id
 from sdk._signals import sigterm_stops
 from sdk.core.failure import HandlerRunner, dead_letter
@@ -104,8 +104,8 @@ class Processor:
         on_fenced: Literal["raise", "recreate"] = "raise",
         poll_timeout_s: float = 0.1,
         partitioner: str | Partitioner | None = None,
-        producer_factory: Callable[[dict[str, Any]], Any] | None = None,
-        consumer_factory: Callable[[dict[str, Any]], Any] = _ConsumerClient,
+        producer_factory: Callable[[dict[str, Any]], ProducerClient] | None = None,
+        consumer_factory: Callable[[dict[str, Any]], ConsumerClient] = _ConsumerClient,
         telemetry: Telemetry | Literal[False] | None = None,
         on_progress: Callable[[Progress], Any] | None = None,
     ) -> None:
@@ -448,13 +448,13 @@ class Processor:
         )
 
     # ---------------------------------------------------------------- rebalance callbacks
-    def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
+    def _on_assign(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
         self._member = member_id(consumer)  # at_most_once: handle only as this member
         self.stats.note(f"assigned {len(partitions)} partitions")
         self._tel.rebalance("assigned", len(partitions))
         self._progress.rebalanced("assigned", partitions)
 
-    def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
+    def _on_revoke(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
         """Commit (or abort and rewind) the in-flight work before the partitions go."""
         self.stats.revoked += 1
         self._tel.rebalance("revoked", len(partitions))
@@ -465,7 +465,7 @@ class Processor:
         self._reset_pending()
         self._progress.rebalanced("revoked", partitions)
 
-    def _on_lost(self, consumer: Any, partitions: list[Any]) -> None:
+    def _on_lost(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
         """Partitions were lost (session expired): another member may own them; abort."""
         self.stats.lost += 1
         self._tel.rebalance("lost", len(partitions))

@@ -4,137 +4,62 @@ after init_transactions, chunked transactions, and each recovery path."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError
 
 from sdk.errors import HandlerError, ProducerFencedError
 from sdk.processor import OutputRecord
+from sdk.testing.fakes import (
+    FakeConsumerClient,
+    FakeMessage,
+    FakeProducerClient,
+    FakeProducerFactory,
+)
 from spark_integration import BatchJobConfig, PartitionRange, run_range
 
 
-@dataclass
-class Msg:
-    _offset: int
-    _error: Any = None
-    _partition: int = 0
-
-    def error(self) -> Any:
-        return self._error
-
-    def offset(self) -> int:
-        return self._offset
-
-    def partition(self) -> int:
-        return self._partition
-
-    def topic(self) -> str:
-        return "in"
-
-    def value(self) -> bytes:
-        return str(self._offset).encode()
-
-    def key(self) -> None:
-        return None
-
-    def headers(self) -> None:
-        return None
-
-
-class Eof:
-    def __init__(self, offset: int) -> None:
-        self._offset = offset
-
-    def error(self) -> KafkaError:
-        return KafkaError(KafkaError._PARTITION_EOF)
-
-    def offset(self) -> int:
-        return self._offset
-
-
-@dataclass
 class World:
-    """The 'broker': input offsets (gaps = markers/aborted), group offset, output log."""
+    """The 'broker': input offsets (gaps = markers/aborted), group offset, output log.
 
-    offsets: list[int]
-    end: int
-    committed: int = -1
-    output: list[bytes] = field(default_factory=list)
-    init_calls: int = 0
-    commit_failures: list[KafkaError] = field(default_factory=list)
-    producers: int = 0
+    Over the shared fakes: the producers commit into ``group_offsets``, which the consumer's
+    ``committed()`` reads; ``commit_failures`` are raised once each by ``commit_transaction``.
+    """
 
+    def __init__(self, offsets: list[int], end: int, committed: int = -1) -> None:
+        self.offsets = offsets
+        self.end = end
+        self.group_offsets: dict[tuple[str, int], int] = {}
+        if committed >= 0:
+            self.group_offsets[("in", 0)] = committed
+        self.commit_failures: list[KafkaError] = []
+        self.factory = FakeProducerFactory(group_offsets=self.group_offsets)
 
-class FakeProducer:
-    def __init__(self, world: World) -> None:
-        self.w = world
-        self.pending: list[bytes] = []
-        self.offset: int | None = None
-        world.producers += 1
+    @property
+    def committed(self) -> int:
+        return self.group_offsets.get(("in", 0), -1)
 
-    def init_transactions(self, timeout: float) -> None:
-        self.w.init_calls += 1
+    @property
+    def output(self) -> list[bytes]:
+        return [v for p in self.factory.instances for v in p.committed]
 
-    def begin_transaction(self) -> None:
-        self.pending, self.offset = [], None
+    @property
+    def init_calls(self) -> int:
+        return sum(p.calls.count("init_transactions") for p in self.factory.instances)
 
-    def produce(self, topic: str, value: Any = None, key: Any = None, **kw: Any) -> None:
-        self.pending.append(value)
+    @property
+    def producers(self) -> int:
+        return len(self.factory.instances)
 
-    def poll(self, timeout: float) -> int:
-        return 0
+    def producer(self, config: dict[str, Any]) -> FakeProducerClient:
+        return self.factory(config, failures={"commit_transaction": self.commit_failures})
 
-    def flush(self, timeout: float) -> int:
-        return 0
-
-    def send_offsets_to_transaction(self, offsets: list[Any], md: Any, timeout: float) -> None:
-        self.offset = offsets[0].offset
-
-    def commit_transaction(self, timeout: float) -> None:
-        if self.w.commit_failures:
-            raise KafkaException(self.w.commit_failures.pop(0))
-        self.w.output += self.pending
-        if self.offset is not None:
-            self.w.committed = self.offset
-        self.pending = []
-
-    def abort_transaction(self, timeout: float) -> None:
-        self.pending = []
-
-    def purge(self) -> None:
-        self.pending = []
-
-
-class FakeConsumer:
-    def __init__(self, world: World) -> None:
-        self.w = world
-        self.queue: list[Any] = []
-
-    def committed(self, tps: list[Any], timeout: float) -> list[Any]:
-        from confluent_kafka import TopicPartition
-
-        return [TopicPartition(tp.topic, tp.partition, self.w.committed) for tp in tps]
-
-    def assign(self, tps: list[Any]) -> None:
-        start = tps[0].offset
-        self.queue = [Msg(o) for o in self.w.offsets if o >= start] + [Eof(self.w.end)]
-
-    def consume(self, n: int, timeout: float) -> list[Any]:
-        out, self.queue = self.queue[:n], self.queue[n:]
-        return out
-
-    def position(self, tps: list[Any]) -> list[Any]:
-        from confluent_kafka import TopicPartition
-
-        return [TopicPartition("in", 0, -1001)]
-
-    def consumer_group_metadata(self) -> object:
-        return object()
-
-    def close(self) -> None:
-        pass
+    def consumer(self, config: dict[str, Any]) -> FakeConsumerClient:
+        """in[0]: a record per offset (value = the offset), then end-of-partition at ``end``."""
+        messages = [FakeMessage("in", 0, o, str(o).encode()) for o in self.offsets]
+        messages.append(FakeMessage.partition_eof("in", 0, self.end))
+        return FakeConsumerClient(messages, group_offsets=self.group_offsets, config=config)
 
 
 def _config(**job: Any) -> BatchJobConfig:
@@ -158,8 +83,8 @@ def _run(world: World, config: BatchJobConfig | None = None, transform: Any = _c
         rng,
         config or _config(max_records_per_transaction=25),
         transform,
-        producer_factory=lambda c: FakeProducer(world),
-        consumer_factory=lambda c: FakeConsumer(world),
+        producer_factory=world.producer,
+        consumer_factory=world.consumer,
     )
 
 

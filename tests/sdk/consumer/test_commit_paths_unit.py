@@ -8,99 +8,41 @@ a store for a partition that is no longer assigned.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from sdk.consumer import Consumer, ConsumerRecord
 from sdk.errors import AuthorizationError, CommitError
 from sdk.profiles import ConsumerProfile
+from sdk.testing.fakes import FakeConsumerClient, FakeMessage
 
 
-class Message:
-    def __init__(self, topic: str, partition: int, offset: int) -> None:
-        self._t, self._p, self._o = topic, partition, offset
-
-    def topic(self) -> str:
-        return self._t
-
-    def partition(self) -> int:
-        return self._p
-
-    def offset(self) -> int:
-        return self._o
-
-    def key(self) -> bytes:
-        return b"k"
-
-    def value(self) -> bytes:
-        return str(self._o).encode()
-
-    def headers(self) -> None:
-        return None
-
-    def timestamp(self) -> tuple[int, int]:
-        return (1, 1_700_000_000_000)
-
-    def error(self) -> None:
-        return None
+def message(topic: str, partition: int, offset: int) -> FakeMessage:
+    return FakeMessage(topic, partition, offset, str(offset).encode(), key=b"k")
 
 
-class ScriptedClient:
-    """Returns the scripted batches; commit/store raise the scripted errors once each."""
+def scripted(
+    batches: list[list[FakeMessage]], commit_errors: list[int], store_errors: list[int]
+) -> FakeConsumerClient:
+    """Returns the scripted batches; commit/store raise the scripted errors once each.
 
-    def __init__(
-        self, batches: list[list[Message]], commit_errors: list[int], store_errors: list[int]
-    ) -> None:
-        self.batches = batches
-        self.commit_errors = commit_errors
-        self.store_errors = store_errors
-        self.commits: list[list[tuple[str, int, int]]] = []
-        self.seeks: list[tuple[str, int, int]] = []
-        self.stored: list[tuple[str, int, int]] = []
-        self.member: str | None = "member-1"
-        self.members_after_commit: list[str | None] = []  # memberid() after each commit
-
-    def memberid(self) -> str | None:
-        return self.member
-
-    def subscribe(self, topics: list[str], **callbacks: Any) -> None:
-        callbacks["on_assign"](self, [])
-
-    def consume(self, n: int, timeout: float) -> list[Message]:
-        return self.batches.pop(0) if self.batches else []
-
-    def commit(self, offsets: Any = None, asynchronous: bool = True) -> Any:
-        if self.commit_errors:
-            raise KafkaException(KafkaError(self.commit_errors.pop(0)))
-        if offsets is None:
-            raise KafkaException(KafkaError(KafkaError._NO_OFFSET))
-        self.commits.append([(tp.topic, tp.partition, tp.offset) for tp in offsets])
-        if self.members_after_commit:
-            self.member = self.members_after_commit.pop(0)
-        return offsets
-
-    def store_offsets(self, offsets: Any) -> None:
-        if self.store_errors:
-            raise KafkaException(KafkaError(self.store_errors.pop(0)))
-        self.stored += [(tp.topic, tp.partition, tp.offset) for tp in offsets]
-
-    def seek(self, tp: Any) -> None:
-        self.seeks.append((tp.topic, tp.partition, tp.offset))
-
-    def close(self) -> None:
-        pass
+    Joins at once (``on_assign`` with no partitions) as member ``member-1``.
+    """
+    return FakeConsumerClient(
+        batches=batches,
+        failures={"commit": commit_errors, "store_offsets": store_errors},
+        assign_on_subscribe=[],
+    )
 
 
-def _consumer(guarantee: str, client: ScriptedClient) -> Consumer:
+def _consumer(guarantee: str, client: FakeConsumerClient) -> Consumer:
     profile = ConsumerProfile(guarantee=guarantee, bootstrap_servers="unused:1", group_id="g")
     return Consumer(profile, ["t"], client_factory=lambda cfg: client)
 
 
 def test_rebalance_refusing_the_pre_handling_commit_rewinds_and_handles_nothing() -> None:
-    batch = [Message("t", 0, 10), Message("t", 0, 11), Message("t", 1, 4)]
-    client = ScriptedClient([batch, batch], [KafkaError.ILLEGAL_GENERATION], [])
+    batch = [message("t", 0, 10), message("t", 0, 11), message("t", 1, 4)]
+    client = scripted([batch, batch], [KafkaError.ILLEGAL_GENERATION], [])
     seen: list[int] = []
     with _consumer("at_most_once", client) as consumer:
         stats = consumer.run(lambda r: seen.append(r.offset), max_records=3, idle_timeout=0.1)
@@ -112,8 +54,8 @@ def test_rebalance_refusing_the_pre_handling_commit_rewinds_and_handles_nothing(
 
 def test_session_lost_during_the_commit_handles_nothing() -> None:
     """The commit may have gone out without a member id (accepted while the group was empty)."""
-    batch = [Message("t", 0, 10), Message("t", 0, 11)]
-    client = ScriptedClient([batch], [], [])
+    batch = [message("t", 0, 10), message("t", 0, 11)]
+    client = scripted([batch], [], [])
     client.members_after_commit = [None]  # librdkafka's session timed out meanwhile
     seen: list[int] = []
     with _consumer("at_most_once", client) as consumer:
@@ -129,7 +71,7 @@ def test_an_unowned_batch_is_a_safeguard_metric() -> None:
     from tests.sdk.observability._support import make_otel
 
     otel = make_otel()
-    client = ScriptedClient([[Message("t", 0, 10)]], [], [])
+    client = scripted([[message("t", 0, 10)]], [], [])
     client.members_after_commit = [None]
     profile = ConsumerProfile(guarantee="at_most_once", bootstrap_servers="unused:1", group_id="g")
     consumer = Consumer(profile, ["t"], client_factory=lambda cfg: client, telemetry=otel.telemetry)
@@ -140,7 +82,7 @@ def test_an_unowned_batch_is_a_safeguard_metric() -> None:
 
 
 def test_no_group_session_sends_no_commit_and_handles_nothing() -> None:
-    client = ScriptedClient([[Message("t", 0, 3)]], [], [])
+    client = scripted([[message("t", 0, 3)]], [], [])
     seen: list[int] = []
     with _consumer("at_most_once", client) as consumer:
         client.member = None  # session timed out after the assignment, lost not served yet
@@ -149,7 +91,7 @@ def test_no_group_session_sends_no_commit_and_handles_nothing() -> None:
 
 
 def test_a_new_member_id_after_a_new_assignment_is_the_owner() -> None:
-    client = ScriptedClient([[Message("t", 0, 3)]], [], [])
+    client = scripted([[message("t", 0, 3)]], [], [])
     client.member = "member-2"  # rejoined before this assignment: on_assign saw member-2
     seen: list[int] = []
     with _consumer("at_most_once", client) as consumer:
@@ -158,7 +100,7 @@ def test_a_new_member_id_after_a_new_assignment_is_the_owner() -> None:
 
 
 def test_other_commit_errors_raise_and_nothing_is_handled() -> None:
-    client = ScriptedClient([[Message("t", 0, 0)]], [KafkaError.GROUP_AUTHORIZATION_FAILED], [])
+    client = scripted([[message("t", 0, 0)]], [KafkaError.GROUP_AUTHORIZATION_FAILED], [])
     seen: list[ConsumerRecord] = []
     with _consumer("at_most_once", client) as consumer, pytest.raises(AuthorizationError) as info:
         consumer.run(seen.append, idle_timeout=0.1)
@@ -166,8 +108,8 @@ def test_other_commit_errors_raise_and_nothing_is_handled() -> None:
 
 
 def test_store_for_an_unassigned_partition_is_noted_not_raised() -> None:
-    batch = [Message("t", 0, 0), Message("t", 0, 1)]
-    client = ScriptedClient([batch], [], [KafkaError._STATE])
+    batch = [message("t", 0, 0), message("t", 0, 1)]
+    client = scripted([batch], [], [KafkaError._STATE])
     with _consumer("at_least_once", client) as consumer:
         stats = consumer.run(lambda r: None, max_records=2, idle_timeout=0.1)
     assert client.stored == [("t", 0, 2)]  # the first store was refused, the second kept
@@ -175,7 +117,7 @@ def test_store_for_an_unassigned_partition_is_noted_not_raised() -> None:
 
 
 def test_a_failed_store_is_a_commit_error() -> None:
-    client = ScriptedClient([[Message("t", 0, 0)]], [], [KafkaError._INVALID_ARG])
+    client = scripted([[message("t", 0, 0)]], [], [KafkaError._INVALID_ARG])
     with _consumer("at_least_once", client) as consumer, pytest.raises(CommitError):
         consumer.run(lambda r: None, idle_timeout=0.1)
 
@@ -201,8 +143,8 @@ def test_a_retriable_commit_error_is_retried_for_a_while(monkeypatch: pytest.Mon
 @pytest.mark.parametrize("code", [KafkaError.STALE_MEMBER_EPOCH, KafkaError.FENCED_MEMBER_EPOCH])
 def test_kip848_epoch_refusals_are_rebalances_too(code: int) -> None:
     """Under KIP-848 the member id survives a fenced epoch; the broker's refusal tells."""
-    batch = [Message("t", 0, 7)]
-    client = ScriptedClient([batch], [code], [])
+    batch = [message("t", 0, 7)]
+    client = scripted([batch], [code], [])
     seen: list[int] = []
     with _consumer("at_most_once", client) as consumer:
         stats = consumer.run(lambda r: seen.append(r.offset), idle_timeout=0.2)

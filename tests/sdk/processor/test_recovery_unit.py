@@ -6,134 +6,39 @@ raise real ``confluent_kafka.KafkaError`` objects with librdkafka's flags.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from sdk.errors import ClosedError, ConfigurationError
 from sdk.processor import OutputRecord, Processor, ProcessorState
 from sdk.profiles import ProcessingProfile
+from sdk.testing.fakes import (
+    FakeConsumerClient,
+    FakeMessage,
+    FakeProducerClient,
+    FakeProducerFactory,
+)
 from tests.sdk.observability._support import make_otel
 
-
-@dataclass
-class FakeMessage:
-    _topic: str
-    _partition: int
-    _offset: int
-    _value: bytes
-
-    def error(self) -> None:
-        return None
-
-    def topic(self) -> str:
-        return self._topic
-
-    def partition(self) -> int:
-        return self._partition
-
-    def offset(self) -> int:
-        return self._offset
-
-    def key(self) -> bytes:
-        return b"k"
-
-    def value(self) -> bytes:
-        return self._value
-
-    def headers(self) -> None:
-        return None
+FakeProducer = FakeProducerFactory()
+"""Makes the processor's producer clients; ``FakeProducer.instances`` holds every one made."""
 
 
-@dataclass
-class FakeTP:
-    topic: str
-    partition: int
-    offset: int = -1001
+def records(n: int) -> list[FakeMessage]:
+    return [FakeMessage("in", 0, i, str(i).encode(), key=b"k") for i in range(n)]
 
 
-@dataclass
-class FakeConsumer:
-    records: list[FakeMessage]
-    committed_offset: int = 0
-    seeks: list[tuple[int, int]] = field(default_factory=list)
-    pos: int = 0
-
-    def subscribe(self, topics: list[str], **callbacks: Any) -> None:
-        self.callbacks = callbacks
-
-    def consume(self, n: int, timeout: float) -> list[FakeMessage]:
-        batch = self.records[self.pos : self.pos + n]
-        self.pos += len(batch)
-        return batch
-
-    def consumer_group_metadata(self) -> str:
-        return "gm"
-
-    def assignment(self) -> list[FakeTP]:
-        return [FakeTP("in", 0)]
-
-    def committed(self, tps: list[FakeTP], timeout: float) -> list[FakeTP]:
-        return [FakeTP(tp.topic, tp.partition, self.committed_offset) for tp in tps]
-
-    def seek(self, tp: FakeTP) -> None:
-        self.seeks.append((tp.partition, tp.offset))
-        self.pos = tp.offset
-
-    def close(self) -> None:
-        pass
-
-
-class FakeProducer:
-    """A transactional producer whose calls fail as scripted, then behave."""
-
-    instances: list[FakeProducer] = []
-
-    def __init__(self, config: dict[str, Any], script: dict[str, list[KafkaError]]) -> None:
-        self.config = config
-        self.script = script
-        self.calls: list[str] = []
-        self.pending: list[Any] = []
-        self.committed: list[Any] = []
-        FakeProducer.instances.append(self)
-
-    def _maybe_fail(self, name: str) -> None:
-        self.calls.append(name)
-        queue = self.script.get(name)
-        if queue:
-            raise KafkaException(queue.pop(0))
-
-    def init_transactions(self, timeout: float) -> None:
-        self._maybe_fail("init_transactions")
-
-    def begin_transaction(self) -> None:
-        self._maybe_fail("begin_transaction")
-
-    def produce(self, topic: str, value: Any = None, key: Any = None, *a: Any, **kw: Any) -> None:
-        self.pending.append(value)
-
-    def poll(self, timeout: float) -> int:
-        return 0
-
-    def flush(self, timeout: float) -> int:
-        return 0
-
-    def purge(self) -> None:
-        self.pending.clear()
-
-    def send_offsets_to_transaction(self, offsets: Any, gm: Any, timeout: float) -> None:
-        self._maybe_fail("send_offsets_to_transaction")
-
-    def commit_transaction(self, timeout: float) -> None:
-        self._maybe_fail("commit_transaction")
-        self.committed += self.pending
-        self.pending = []
-
-    def abort_transaction(self, timeout: float) -> None:
-        self._maybe_fail("abort_transaction")
-        self.pending = []
+def input_consumer(messages: list[FakeMessage], **options: Any) -> FakeConsumerClient:
+    """The input: partition in[0] assigned, committed offset 0, logs as (partition, offset)."""
+    return FakeConsumerClient(
+        messages,
+        assignment=[("in", 0)],
+        group_offsets={("in", 0): 0},
+        topic_in_logs=False,
+        **options,
+    )
 
 
 def profile(**extra: Any) -> ProcessingProfile:
@@ -151,16 +56,19 @@ def profile(**extra: Any) -> ProcessingProfile:
 
 
 def make(
-    script: dict[str, list[KafkaError]], n: int = 10, **extra: Any
-) -> tuple[Processor, FakeConsumer]:
+    script: dict[str, list[KafkaError]],
+    n: int = 10,
+    hooks: dict[str, Any] | None = None,
+    **extra: Any,
+) -> tuple[Processor, FakeConsumerClient]:
     FakeProducer.instances = []
-    consumer = FakeConsumer([FakeMessage("in", 0, i, str(i).encode()) for i in range(n)])
+    consumer = input_consumer(records(n))
     proc = Processor(
         profile(**extra),
         ["in"],
         lambda r: [OutputRecord("out", r.value, r.key)],
         instance_id="i1",
-        producer_factory=lambda c: FakeProducer(c, script),
+        producer_factory=lambda c: FakeProducer(c, failures=script, hooks=hooks),
         consumer_factory=lambda c: consumer,
     )
     return proc, consumer
@@ -239,25 +147,12 @@ def test_closed_processor_refuses_run() -> None:
         proc.run()
 
 
-class MemberConsumer(FakeConsumer):
-    """A FakeConsumer with a group member id; ``lose_at_commit`` clears it during a commit."""
-
-    def __init__(self, records: list[FakeMessage]) -> None:
-        super().__init__(records)
-        self.member: str | None = "m-1"
-        self.lose_at_commit: list[bool] = []
-        self.commits: list[list[tuple[int, int]]] = []
-
-    def memberid(self) -> str | None:
-        return self.member
-
-    def commit(self, offsets: Any = None, asynchronous: bool = True) -> None:
-        self.commits.append([(tp.partition, tp.offset) for tp in offsets])
-        if self.lose_at_commit and self.lose_at_commit.pop(0):
-            self.member = None
+def member_consumer(messages: list[FakeMessage], **options: Any) -> FakeConsumerClient:
+    """The input, with a group member id; ``members_after_commit`` changes it at a commit."""
+    return input_consumer(messages, member="m-1", **options)
 
 
-def _at_most_once(consumer: MemberConsumer) -> Processor:
+def _at_most_once(consumer: FakeConsumerClient) -> Processor:
     FakeProducer.instances = []
     side = {"guarantee": "at_most_once", "bootstrap_servers": "x:1"}
     return Processor(
@@ -268,18 +163,18 @@ def _at_most_once(consumer: MemberConsumer) -> Processor:
         ),
         ["in"],
         lambda r: [OutputRecord("out", r.value, r.key)],
-        producer_factory=lambda c: FakeProducer(c, {}),
+        producer_factory=FakeProducer,
         consumer_factory=lambda c: consumer,
     )
 
 
 def test_at_most_once_batch_is_not_handled_when_the_session_is_lost_during_its_commit() -> None:
-    consumer = MemberConsumer([FakeMessage("in", 0, i, str(i).encode()) for i in range(8)])
-    consumer.lose_at_commit = [True]
+    consumer = member_consumer(records(8))
+    consumer.members_after_commit = [None]
     proc = _at_most_once(consumer)
     proc.state = ProcessorState.RUNNING
     proc._start()
-    consumer.callbacks["on_assign"](consumer, [FakeTP("in", 0)])
+    consumer.callbacks["on_assign"](consumer, [TopicPartition("in", 0)])
     proc._step()  # records 0-3: committed, but the member id was cleared meanwhile
     assert consumer.commits == [[(0, 4)]]
     assert FakeProducer.instances[0].pending == []  # not handled
@@ -287,7 +182,7 @@ def test_at_most_once_batch_is_not_handled_when_the_session_is_lost_during_its_c
     assert (proc.stats.commit_refused, proc.stats.records_in, proc.stats.commits) == (1, 0, 0)
 
     consumer.member = "m-2"  # rejoined; the new assignment arrives before any record
-    consumer.callbacks["on_assign"](consumer, [FakeTP("in", 0)])
+    consumer.callbacks["on_assign"](consumer, [TopicPartition("in", 0)])
     proc._step()
     proc._step()
     assert consumer.commits[1:] == [[(0, 4)], [(0, 8)]]
@@ -297,11 +192,11 @@ def test_at_most_once_batch_is_not_handled_when_the_session_is_lost_during_its_c
 
 
 def test_at_most_once_sends_no_commit_without_a_group_session() -> None:
-    consumer = MemberConsumer([FakeMessage("in", 0, 0, b"0")])
+    consumer = member_consumer(records(1))
     proc = _at_most_once(consumer)
     proc.state = ProcessorState.RUNNING
     proc._start()
-    consumer.callbacks["on_assign"](consumer, [FakeTP("in", 0)])
+    consumer.callbacks["on_assign"](consumer, [TopicPartition("in", 0)])
     consumer.member = None  # session timed out; lost not served yet
     proc._step()
     assert consumer.commits == [] and FakeProducer.instances[0].pending == []
@@ -309,16 +204,12 @@ def test_at_most_once_sends_no_commit_without_a_group_session() -> None:
 
 
 def test_at_most_once_commit_refused_by_a_rebalance_is_not_raised() -> None:
-    consumer = MemberConsumer([FakeMessage("in", 0, 0, b"0")])
+    refused = KafkaError(KafkaError.ILLEGAL_GENERATION)
+    consumer = member_consumer(records(1), failures={"commit": [refused]})
     proc = _at_most_once(consumer)
-
-    def refuse(offsets: Any = None, asynchronous: bool = True) -> None:
-        raise KafkaException(KafkaError(KafkaError.ILLEGAL_GENERATION))
-
-    consumer.commit = refuse  # type: ignore[method-assign]
     proc.state = ProcessorState.RUNNING
     proc._start()
-    consumer.callbacks["on_assign"](consumer, [FakeTP("in", 0)])
+    consumer.callbacks["on_assign"](consumer, [TopicPartition("in", 0)])
     proc._step()
     assert FakeProducer.instances[0].pending == [] and proc.stats.commit_refused == 1
 
@@ -333,16 +224,12 @@ def test_stuck_send_offsets_is_abandoned_and_a_new_epoch_redoes_the_work(
 
     monkeypatch.setattr(calls, "STALL_GRACE_S", 0.2)
     release = threading.Event()
-    real = FakeProducer.send_offsets_to_transaction
 
-    def hangs_once(self: FakeProducer, offsets: Any, gm: Any, timeout: float) -> None:
-        if self is FakeProducer.instances[0]:
+    def hangs_once(client: FakeProducerClient, *args: Any) -> None:
+        if client is FakeProducer.instances[0]:
             release.wait(30)  # the first producer's call never returns (until the test ends)
-            return
-        real(self, offsets, gm, timeout)
 
-    monkeypatch.setattr(FakeProducer, "send_offsets_to_transaction", hangs_once)
-    proc, _ = make({})
+    proc, _ = make({}, hooks={"send_offsets_to_transaction": hangs_once})
     otel = make_otel()
     proc._txn._tel = otel.telemetry
     proc._txn.timeout_s = 0.2
@@ -395,19 +282,19 @@ def test_progress_hook_reports_assignment_and_committed_positions() -> None:
 
     seen: list[Progress] = []
     FakeProducer.instances = []
-    consumer = FakeConsumer([FakeMessage("in", 0, i, str(i).encode()) for i in range(10)])
+    consumer = input_consumer(records(10))
     proc = Processor(
         profile(),
         ["in"],
         lambda r: [OutputRecord("out", r.value, r.key)],
         instance_id="i1",
-        producer_factory=lambda c: FakeProducer(c, {}),
+        producer_factory=FakeProducer,
         consumer_factory=lambda c: consumer,
         on_progress=seen.append,
     )
     proc.state = ProcessorState.RUNNING
     proc._start()
-    consumer.callbacks["on_assign"](consumer, [FakeTP("in", 0)])
+    consumer.callbacks["on_assign"](consumer, [TopicPartition("in", 0)])
     for _ in range(5):
         proc._step()
     assert (seen[0].event, seen[0].assignment) == ("assigned", (("in", 0),))
@@ -415,6 +302,6 @@ def test_progress_hook_reports_assignment_and_committed_positions() -> None:
     assert commits == [5, 10]  # max_records_per_transaction=5
     assert proc.assignment == [("in", 0)] and proc.committed == {("in", 0): 10}
     assert seen[-1].records_in == 10
-    consumer.callbacks["on_revoke"](consumer, [FakeTP("in", 0)])
+    consumer.callbacks["on_revoke"](consumer, [TopicPartition("in", 0)])
     assert (seen[-1].event, seen[-1].assignment, dict(seen[-1].committed)) == ("revoked", (), {})
     assert proc.committed == {}
