@@ -340,6 +340,9 @@ class TransactionSession:
             with suppress(KafkaClientError), translating("close"):
                 client.purge()
                 client.flush(0)
+            # flush(0) served the purged records' _PURGE_QUEUE reports into the failures: they
+            # belong to the dropped transaction, not to the next one
+            self.producer._take_failures()
         self._stuck = False
         self.open = False
         self.initialized = False
