@@ -91,7 +91,9 @@ class PartitionRouter:
         """Refresh partition counts through ``client`` (the producer) from now on.
 
         Args:
-            client: An object with ``list_topics(topic=..., timeout=...)``.
+            client: An object with ``list_topics(topic=..., timeout=...)``; None detaches the
+                old one (a producer that closes its client must not leave it referenced here:
+                the client would outlive the producer until a full garbage collection).
         """
         self._client = client
 

@@ -224,6 +224,7 @@ class Producer(DeliveryLedger, TransactionMethods):
         finally:
             self._state = ProducerState.CLOSED
             self._client = None
+            self._router.attach(None)  # the router held the client too: free it now
 
     # ------------------------------------------------------------------ sending
     def send(

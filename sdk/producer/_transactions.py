@@ -25,6 +25,7 @@ from sdk.producer._records import ProducerRecord
 from sdk.profiles import ProducerProfile
 
 if TYPE_CHECKING:
+    from sdk.partitioners import PartitionRouter
     from sdk.producer._producer import Producer
 
 __all__ = ["TransactionMethods"]
@@ -49,6 +50,7 @@ class TransactionMethods:
     _lock: threading.Lock
     _failures: list[KafkaClientError]
     _errors: ClientErrors
+    _router: PartitionRouter
     _observed: bool
     _produce: Callable[[Any, ProducerRecord, Any], None]
     _ensure_client: Callable[[], Any]
@@ -193,6 +195,7 @@ class TransactionMethods:
         with self._lock:
             client, self._client = self._client, None
             self._failures = []
+        self._router.attach(None)  # re-attached to the next client when it is made
         self._errors.clear()
         if self._state is Lifecycle.OPEN:
             self._state = Lifecycle.NEW
