@@ -13,6 +13,7 @@ from sdk._client import ConsumerClient, call_kafka
 from sdk._signals import sigterm_stops
 from sdk.consumer._commits import OffsetKeeper
 from sdk.consumer._failure import FailurePath
+from sdk.consumer._health import ClientHealth
 from sdk.consumer._records import (
     BatchRecordHandler,
     ConsumerRecord,
@@ -21,12 +22,9 @@ from sdk.consumer._records import (
     RecordHandler,
 )
 from sdk.errors import (
-    AuthenticationError,
     AuthorizationError,
-    BrokerUnreachableError,
     ClosedError,
     ConfigurationError,
-    KafkaClientError,
     SdkError,
     UnknownTopicError,
     from_kafka_error,
@@ -121,10 +119,7 @@ class Consumer:
         self._client: ConsumerClient | None = None
         self._state = ConsumerState.NEW
         self._stop = threading.Event()
-        self._callback_error: BaseException | None = None
-        self._last_client_error: KafkaClientError | None = None
-        self._auth_failure: AuthenticationError | None = None
-        self._assigned_at: float | None = None
+        self._health = ClientHealth(self.stats)
         self._assigned: set[tuple[str, int]] = set()
         self._in_flight = 0
         self._offsets = OffsetKeeper(profile.guarantee, self.stats)
@@ -201,7 +196,7 @@ class Consumer:
 
                 factory = _Client
             config: dict[str, Any] = dict(self.profile.render())
-            config["error_cb"] = self._on_client_error
+            config["error_cb"] = self._health.on_error
             try:
                 client = factory(config)
             except Exception as exc:  # KafkaException for a bad librdkafka key/value
@@ -385,10 +380,8 @@ class Consumer:
                     return
             messages = self._poll(client, limit)
             if not messages:
-                if idle_timeout is not None and self._idle_for(last) >= idle_timeout:
-                    if self._assigned_at is None and self._last_client_error is not None:
-                        # never joined: no broker answered, or it refused the credentials
-                        raise self._auth_failure or self._last_client_error
+                if idle_timeout is not None and self._health.idle_for(last) >= idle_timeout:
+                    self._health.raise_if_never_joined()
                     return
                 continue
             last = time.monotonic()
@@ -404,7 +397,7 @@ class Consumer:
         from confluent_kafka import KafkaError
 
         messages = call_kafka(lambda: client.consume(limit, self._poll_timeout), context="consume")
-        self._raise_callback_error()
+        self._health.raise_fatal()
         out = []
         for message in messages:
             err = message.error()
@@ -484,7 +477,7 @@ class Consumer:
 
     # ------------------------------------------------------------------ callbacks
     def _on_assign(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
-        self._assigned_at = time.monotonic()  # idle_timeout counts from here
+        self._health.assigned()  # idle_timeout counts from here
         self._assigned |= {(tp.topic, tp.partition) for tp in partitions}
         self._offsets.on_assign(consumer)
         if self._telemetry is not None:
@@ -501,32 +494,3 @@ class Consumer:
         self._assigned -= {(tp.topic, tp.partition) for tp in partitions}
         if self._telemetry is not None:
             self._telemetry.rebalance("lost", len(partitions))
-
-    def _on_client_error(self, kafka_error: Any) -> None:
-        error = from_kafka_error(kafka_error, context="consumer")
-        self._last_client_error = error
-        if isinstance(error, AuthenticationError):
-            self._auth_failure = error  # kept: transport errors that follow would hide it
-        if kafka_error.fatal():
-            self._callback_error = error
-        else:
-            self.stats.note(str(error))
-
-    def _raise_callback_error(self) -> None:
-        if self._callback_error is not None:
-            error, self._callback_error = self._callback_error, None
-            raise error
-
-    def _idle_for(self, last_record: float) -> float:
-        """Seconds without records since partitions were assigned (0 while joining).
-
-        Raises:
-            BrokerUnreachableError: No assignment yet and no broker answers.
-        """
-        now = time.monotonic()
-        if self._assigned_at is None:
-            error = self._last_client_error
-            if isinstance(error, (BrokerUnreachableError, AuthenticationError)):
-                return now - last_record  # idle_timeout bounds the wait for a broker ...
-            return 0.0  # ... but a slow group join (coordinator loading) is not idleness
-        return now - max(last_record, self._assigned_at)

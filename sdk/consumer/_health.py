@@ -1,0 +1,77 @@
+"""What the Consumer knows about its connection: client errors, joins, and idleness."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from sdk.consumer._records import ConsumerStats
+from sdk.errors import (
+    AuthenticationError,
+    BrokerUnreachableError,
+    KafkaClientError,
+    from_kafka_error,
+)
+
+__all__ = ["ClientHealth"]
+
+
+class ClientHealth:
+    """The consumer client's ``error_cb``, and when an idle run may end.
+
+    ``idle_timeout`` counts from the latest partition assignment: a slow group join (a
+    coordinator loading ``__consumer_offsets``) is not idleness. Before the first assignment it
+    bounds only the wait for a broker that does not answer or refuses the credentials; the
+    run then raises that error instead of returning as if there were no records.
+
+    Args:
+        stats: The consumer's counters (non-fatal client errors are noted there).
+    """
+
+    def __init__(self, stats: ConsumerStats) -> None:
+        self._stats = stats
+        self.assigned_at: float | None = None
+        self._last_error: KafkaClientError | None = None
+        self._auth_failure: AuthenticationError | None = None
+        self._fatal: BaseException | None = None
+
+    def on_error(self, kafka_error: Any) -> None:
+        """The client's ``error_cb``: remember the error; a fatal one is raised by the loop."""
+        error = from_kafka_error(kafka_error, context="consumer")
+        self._last_error = error
+        if isinstance(error, AuthenticationError):
+            self._auth_failure = error  # kept: transport errors that follow would hide it
+        if kafka_error.fatal():
+            self._fatal = error
+        else:
+            self._stats.note(str(error))
+
+    def raise_fatal(self) -> None:
+        """Raise (once) the fatal error a callback reported, if any."""
+        if self._fatal is not None:
+            error, self._fatal = self._fatal, None
+            raise error
+
+    def assigned(self) -> None:
+        """Partitions were assigned: idleness counts from now."""
+        self.assigned_at = time.monotonic()
+
+    def idle_for(self, last_record: float) -> float:
+        """Seconds without records since partitions were assigned (0 while joining)."""
+        now = time.monotonic()
+        if self.assigned_at is None:
+            error = self._last_error
+            if isinstance(error, (BrokerUnreachableError, AuthenticationError)):
+                return now - last_record  # idle_timeout bounds the wait for a broker ...
+            return 0.0  # ... but a slow group join (coordinator loading) is not idleness
+        return now - max(last_record, self.assigned_at)
+
+    def raise_if_never_joined(self) -> None:
+        """An idle run ends: if no broker was ever reached, say why instead of returning.
+
+        Raises:
+            AuthenticationError: The broker refused the credentials.
+            KafkaClientError: No broker answered (BrokerUnreachableError) or another error.
+        """
+        if self.assigned_at is None and self._last_error is not None:
+            raise self._auth_failure or self._last_error
