@@ -18,6 +18,10 @@ Every fault is made deterministic by waiting for a *state* rather than a time:
   then blocked on a coordinator that cannot answer — the coordinator is SIGKILLed and restarted.
   The note gives the seconds from the kill to ``a``'s next committed transaction (its stats,
   dumped every 0.5 s, show one more commit), measured while the node restarts.
+* ``fenced_zombie``: (exactly_once, not in the default sequence) ``a`` is SIGSTOPped while its
+  open transaction holds a record, a new ``a`` (same instance id, same transactional.id) is
+  started and commits, then the old one is SIGCONTed: its next call is refused as fenced
+  (counted in ``fenced``), after which it is SIGKILLed.
 * ``coordinator_stall``: (exactly_once, not in the default sequence) as ``coordinator_kill``,
   but the coordinator stays frozen for ``COORDINATOR_STALL_S`` before the kill, past the
   commit's whole retry budget: ``a`` sees an AmbiguousTransactionError (with a short
@@ -132,11 +136,15 @@ class FaultContext:
         """The freeze/gate file of processor ``name`` (``kind``: ``freeze`` or ``gate``)."""
         return self.tmp / f"{name}.{kind}"
 
-    def start(self, name: str) -> ProcessorProcess:
-        """Start (or, after a crash, restart) processor ``name`` with its hook files."""
+    def start(self, name: str, *, keep_old: bool = False) -> ProcessorProcess:
+        """Start (or, after a crash, restart) processor ``name`` with its hook files.
+
+        ``keep_old`` leaves a running instance alive (retired, for a zombie with the same id).
+        """
         if name in self.workers:
             self.retired.append(self.workers[name])
-            self.workers[name].crash()  # never two live instances with one id
+            if not keep_old:
+                self.workers[name].crash()  # never two live instances with one id
         hooks = {"freeze": str(self.hook(name, "freeze")), "gate": str(self.hook(name, "gate"))}
         self.workers[name] = ProcessorProcess(self.tmp, name, {**self.worker_args, **hooks})
         return self.workers[name]
@@ -270,6 +278,32 @@ def coordinator_kill(ctx: FaultContext) -> None:
     ctx.notes["coordinator_kill"] = f"node {coordinator}; a committed again {after} after the kill"
 
 
+def fenced_zombie(ctx: FaultContext) -> None:
+    if not ctx.transactional:
+        ctx.notes["fenced_zombie"] = "n/a (no transactions)"
+        return
+    old = ctx.workers["a"]
+    freeze = ctx.hook("a", "freeze")
+    freeze.touch()
+    ctx.wait_file(freeze.with_suffix(".held"), "a to hold an open transaction")
+    old.send(signal.SIGSTOP)
+    freeze.unlink()
+    freeze.with_suffix(".held").unlink()
+    new = ctx.start("a", keep_old=True)  # same instance id: its init_transactions fences old
+    before = int(new.stats().get("commits", 0))
+    wait_for(
+        lambda: (ctx.more(), int(new.stats().get("commits", 0)) > before)[1],
+        120,
+        "the new a to commit",
+        every=0.5,
+    )
+    old.send(signal.SIGCONT)  # the zombie wakes up inside a transaction of a fenced epoch
+    wait_for(lambda: int(old.stats().get("fenced", 0)) >= 1, 60, "the zombie to see the fence")
+    old.crash()  # as an orchestrator would once the zombie reports itself
+    ctx.log("  a SIGSTOPped in a transaction, replaced by a new a (same id); the old one fenced")
+    ctx.notes["fenced_zombie"] = "a replaced while stopped; the old a was fenced"
+
+
 COORDINATOR_STALL_S = 25.0
 """How long ``coordinator_stall`` keeps the coordinator frozen: longer than a commit's retry
 budget with a 2 s ``transaction_call_timeout_ms`` (at least 5 attempts and 15 s)."""
@@ -296,4 +330,5 @@ FAULTS: dict[str, Callable[[FaultContext], None]] = {
     "zombie": zombie,
     "coordinator_kill": coordinator_kill,
     "coordinator_stall": coordinator_stall,
+    "fenced_zombie": fenced_zombie,
 }
