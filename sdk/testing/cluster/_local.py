@@ -2,34 +2,33 @@
 
 Every node is a combined broker+controller JVM started from the Maven-resolved jars
 (:mod:`sdk.testing.jars`). The cluster supports fault injection: ``kill`` (SIGKILL), ``stop``
-(clean SIGTERM), ``pause``/``resume`` (SIGSTOP/SIGCONT), ``restart`` and ``leader_of``.
+(clean SIGTERM), ``pause``/``resume`` (SIGSTOP/SIGCONT), ``restart`` and ``leader_of``
+(:mod:`sdk.testing.cluster._faults`). A node's ports, files and process are a
+:class:`~sdk.testing.cluster._node.Node`; its ``server.properties`` is rendered by
+:mod:`sdk.testing.cluster._config`; brokers are forked by :mod:`sdk.testing.cluster._spawner`.
 """
 
 from __future__ import annotations
 
 import base64
-import contextlib
-import ctypes
 import json
 import os
-import queue
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import Future
-from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from sdk.errors import BrokerStartError, ClusterError, PortInUseError
+from sdk.testing.cluster._config import check_port_free, free_ports, render_config
+from sdk.testing.cluster._faults import FaultInjection
+from sdk.testing.cluster._node import Node, NodeState
+from sdk.testing.cluster._spawner import Spawner, die_with_parent
 from sdk.testing.jars import DEFAULT_KAFKA_VERSION, BrokerJars, resolve_broker_jars
 from sdk.testing.tools import find_java
 
@@ -37,70 +36,6 @@ __all__ = ["LocalCluster", "NodeState"]
 
 _STARTED = "Kafka Server started"
 _PORT_CLASH = ("Address already in use", "BindException")
-
-
-class NodeState(Enum):
-    """Life-cycle state of one broker process."""
-
-    NEW = "new"
-    RUNNING = "running"
-    PAUSED = "paused"
-    STOPPED = "stopped"
-
-
-@dataclass
-class _Node:
-    node_id: int
-    port: int
-    controller_port: int
-    directory: Path
-    state: NodeState = NodeState.NEW
-    extra_ports: dict[str, int] = field(default_factory=dict)
-    pid: int | None = None
-    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
-
-    @property
-    def log_path(self) -> Path:
-        return self.directory / "server.log"
-
-    @property
-    def config_path(self) -> Path:
-        return self.directory / "server.properties"
-
-    def alive(self) -> bool:
-        if self.process is not None:
-            return self.process.poll() is None
-        if self.pid is None:
-            return False
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        # a zombie (reaped by nobody) is not alive
-        with contextlib.suppress(OSError):
-            if Path(f"/proc/{self.pid}/stat").read_text().split()[2] == "Z":
-                return False
-        return True
-
-    def log_tail(self, lines: int = 30) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError:
-            return "(no log written)"
-        return "\n".join(text.splitlines()[-lines:])
-
-
-def _free_ports(count: int) -> list[int]:
-    sockets = []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def _new_cluster_id() -> str:
@@ -115,76 +50,11 @@ def _new_cluster_id() -> str:
             return cluster_id
 
 
-def _check_port_free(port: int) -> None:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError as exc:
-            raise PortInUseError(
-                f"Port {port} on 127.0.0.1 is already in use, so a broker cannot listen on it. "
-                "Stop whatever holds it (see 'ss -ltnp'), pick other ports, or pass no ports and "
-                "let the cluster choose free ones."
-            ) from exc
-
-
-def _die_with_parent(parent: int) -> Callable[[], None]:
-    def preexec() -> None:  # runs in the child between fork and exec
-        with contextlib.suppress(Exception):
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the parent died before prctl took hold: nobody will kill us
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    return preexec
-
-
-class _Spawner:
-    """The one long-lived daemon thread that forks every broker of this process.
-
-    Linux sends ``PR_SET_PDEATHSIG`` when the *thread* that forked the child ends, not the
-    process: a broker restarted from a short-lived fault-injection thread died with that thread.
-    Forking from a thread that lives exactly as long as the process keeps the kernel's guarantee
-    (the broker dies even if Python is SIGKILLed), which an atexit hook cannot give.
-    """
-
-    _lock = threading.Lock()
-    _current: _Spawner | None = None
-
-    def __init__(self) -> None:
-        self.pid = os.getpid()
-        self._requests: queue.SimpleQueue[
-            tuple[Callable[[], subprocess.Popen[bytes]], Future[subprocess.Popen[bytes]]]
-        ] = queue.SimpleQueue()
-        self._thread = threading.Thread(
-            target=self._serve, name="kafka-semantics-broker-spawner", daemon=True
-        )
-        self._thread.start()
-
-    @classmethod
-    def popen(cls, launch: Callable[[], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
-        """Run ``launch`` (which forks) on the spawner thread and return its process."""
-        with cls._lock:
-            spawner = cls._current
-            # a forked child of this process inherits the singleton but not its thread
-            if spawner is None or spawner.pid != os.getpid() or not spawner._thread.is_alive():
-                spawner = cls._current = cls()
-        future: Future[subprocess.Popen[bytes]] = Future()
-        spawner._requests.put((launch, future))
-        return future.result()
-
-    def _serve(self) -> None:
-        while True:
-            launch, future = self._requests.get()
-            try:
-                future.set_result(launch())
-            except BaseException as exc:  # handed to the caller, which re-raises it
-                future.set_exception(exc)
-
-
 def _progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-class LocalCluster:
+class LocalCluster(FaultInjection):
     """A KRaft cluster of 1 or 3 combined broker+controller nodes on 127.0.0.1.
 
     Example::
@@ -249,7 +119,7 @@ class LocalCluster:
         self._mvn = mvn
         self._cache_dir = cache_dir
         self._progress = progress
-        self._nodes: dict[int, _Node] = {}
+        self._nodes: dict[int, Node] = {}
         self._java = ""
         self.jars: BrokerJars | None = None
         self.cluster_id = ""
@@ -303,10 +173,10 @@ class LocalCluster:
         return self
 
     def _start_once(self) -> None:
-        ports = self._ports or _free_ports(self.size)
+        ports = self._ports or free_ports(self.size)
         for port in ports:
-            _check_port_free(port)
-        controller_ports = _free_ports(self.size)
+            check_port_free(port)
+        controller_ports = free_ports(self.size)
         self.cluster_id = _new_cluster_id()
         self._nodes = {}
         for index in range(self.size):
@@ -315,54 +185,26 @@ class LocalCluster:
             if directory.exists():
                 shutil.rmtree(directory)
             directory.mkdir(parents=True)
-            self._nodes[node_id] = _Node(node_id, ports[index], controller_ports[index], directory)
-            extra = _free_ports(len(self._extra_listeners))
+            self._nodes[node_id] = Node(node_id, ports[index], controller_ports[index], directory)
+            extra = free_ports(len(self._extra_listeners))
             self._nodes[node_id].extra_ports = dict(zip(self._extra_listeners, extra, strict=True))
         voters = ",".join(
             f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self._nodes.values()
         )
         for node in self._nodes.values():
-            node.config_path.write_text(self._render_config(node, voters))
+            node.config_path.write_text(
+                render_config(
+                    node,
+                    voters,
+                    size=self.size,
+                    extra_listeners=self._extra_listeners,
+                    broker_config=self._broker_config,
+                )
+            )
         self._format_storage()
         for node in self._nodes.values():
             self._launch(node)
         self._wait_ready(list(self._nodes.values()), log_offsets={})
-
-    def _render_config(self, node: _Node, voters: str) -> str:
-        replication = 1 if self.size == 1 else 3
-        min_isr = 1 if self.size == 1 else 2
-        config: dict[str, Any] = {
-            "process.roles": "broker,controller",
-            "node.id": node.node_id,
-            "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:"
-            f"{node.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
-            "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "log.dirs": str(node.directory / "data"),
-            "num.partitions": 1,
-            "default.replication.factor": replication,
-            "min.insync.replicas": min_isr,
-            "offsets.topic.replication.factor": replication,
-            "offsets.topic.num.partitions": 10,
-            "transaction.state.log.replication.factor": replication,
-            "transaction.state.log.min.isr": min_isr,
-            "transaction.state.log.num.partitions": 10,
-            "group.initial.rebalance.delay.ms": 0,
-            "auto.create.topics.enable": "false",
-            "unclean.leader.election.enable": "false",
-            "share.coordinator.state.topic.replication.factor": replication,
-            "share.coordinator.state.topic.min.isr": min_isr,
-        }
-        for name, protocol in self._extra_listeners.items():
-            address = f",{name}://127.0.0.1:{node.extra_ports[name]}"
-            config["listeners"] += address
-            config["advertised.listeners"] += address
-            config["listener.security.protocol.map"] += f",{name}:{protocol}"
-        config.update(self._broker_config)
-        return "".join(f"{key}={value}\n" for key, value in config.items())
 
     def _java_cmd(self, main_class: str, *args: str, heap: str | None = None) -> list[str]:
         assert self.jars is not None
@@ -407,7 +249,7 @@ class LocalCluster:
                     f"broker_config overrides are valid. Output:\n{out.decode(errors='replace')}"
                 )
 
-    def _launch(self, node: _Node) -> None:
+    def _launch(self, node: Node) -> None:
         cmd = self._java_cmd("kafka.Kafka", str(node.config_path), heap=self._heap)
         with open(node.log_path, "ab") as log:
 
@@ -418,15 +260,15 @@ class LocalCluster:
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,
                     start_new_session=True,
-                    preexec_fn=_die_with_parent(os.getpid()) if self._die_with_parent else None,
+                    preexec_fn=die_with_parent(os.getpid()) if self._die_with_parent else None,
                 )
 
             # PDEATHSIG follows the forking thread, so fork on the process-long spawner thread
-            node.process = _Spawner.popen(launch) if self._die_with_parent else launch()
+            node.process = Spawner.popen(launch) if self._die_with_parent else launch()
         node.pid = node.process.pid
         node.state = NodeState.RUNNING
 
-    def _wait_ready(self, nodes: list[_Node], log_offsets: dict[int, int]) -> None:
+    def _wait_ready(self, nodes: list[Node], log_offsets: dict[int, int]) -> None:
         deadline = time.monotonic() + self._start_timeout
         pending = {node.node_id: node for node in nodes}
         while pending:
@@ -501,16 +343,16 @@ class LocalCluster:
     def _terminate_all(self, grace: float) -> None:
         live = [n for n in self._nodes.values() if n.alive()]
         for node in live:
-            self._signal(node, signal.SIGCONT)
-            self._signal(node, signal.SIGTERM)
+            node.send_signal(signal.SIGCONT)
+            node.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + grace
         for node in live:
-            if not self._wait_exit(node, max(0.0, deadline - time.monotonic())):
-                self._signal(node, signal.SIGKILL)
-                self._wait_exit(node, 10.0)
+            if not node.wait_exit(max(0.0, deadline - time.monotonic())):
+                node.send_signal(signal.SIGKILL)
+                node.wait_exit(10.0)
             node.state = NodeState.STOPPED
 
-    # ------------------------------------------------------------------ fault injection
+    # ------------------------------------------------------------------ nodes
     @property
     def node_ids(self) -> list[int]:
         """The node ids (1..size)."""
@@ -544,86 +386,6 @@ class LocalCluster:
         """Return each node's process id (None if never started)."""
         return {n.node_id: n.pid for n in self._nodes.values()}
 
-    def kill(self, node_id: int) -> None:
-        """SIGKILL a node's process group (a crash: no controlled shutdown, no flush)."""
-        node = self._node(node_id)
-        self._signal(node, signal.SIGKILL)
-        self._wait_exit(node, 30.0)
-        node.state = NodeState.STOPPED
-
-    def stop(self, node_id: int, timeout: float = 60.0) -> None:
-        """Stop a node cleanly (SIGTERM: controlled shutdown), SIGKILL after ``timeout``."""
-        node = self._node(node_id)
-        self._signal(node, signal.SIGCONT)
-        self._signal(node, signal.SIGTERM)
-        if not self._wait_exit(node, timeout):
-            self._signal(node, signal.SIGKILL)
-            self._wait_exit(node, 10.0)
-        node.state = NodeState.STOPPED
-
-    def pause(self, node_id: int) -> None:
-        """Freeze a node with SIGSTOP (it keeps its sockets but answers nothing)."""
-        node = self._node(node_id)
-        self._signal(node, signal.SIGSTOP)
-        node.state = NodeState.PAUSED
-        deadline = time.monotonic() + 5.0  # SIGSTOP is asynchronous: wait until it took hold
-        while time.monotonic() < deadline:
-            try:
-                if Path(f"/proc/{node.pid}/stat").read_text().split()[2] in ("T", "t"):
-                    return
-            except OSError:
-                return
-            time.sleep(0.01)
-
-    def resume(self, node_id: int) -> None:
-        """Unfreeze a paused node with SIGCONT."""
-        node = self._node(node_id)
-        self._signal(node, signal.SIGCONT)
-        node.state = NodeState.RUNNING
-
-    def restart(self, node_id: int) -> None:
-        """Start a node again on its old ports and data (stopping it cleanly first if running).
-
-        Raises:
-            BrokerStartError: It did not become ready again.
-        """
-        node = self._node(node_id)
-        if node.alive():
-            self.stop(node_id)
-        offset = node.log_path.stat().st_size if node.log_path.exists() else 0
-        self._launch(node)
-        self._wait_ready([node], log_offsets={node_id: offset})
-        self._save_state()
-
-    def leader_of(
-        self, topic: str, partition: int = 0, timeout: float = 10.0, *, exclude: int | None = None
-    ) -> int:
-        """Return the node id currently leading ``topic``/``partition``.
-
-        Args:
-            topic: Topic name.
-            partition: Partition number.
-            timeout: Seconds to wait for a (new) leader.
-            exclude: Wait until the leader is not this node (e.g. one just killed: metadata
-                names it until the controller notices, ``broker.session.timeout.ms``).
-
-        Raises:
-            ClusterError: The partition has no leader (or the topic is unknown) within timeout.
-        """
-        from confluent_kafka.admin import AdminClient
-
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
-        deadline = time.monotonic() + timeout
-        while True:
-            with contextlib.suppress(Exception):
-                meta = admin.list_topics(topic=topic, timeout=5).topics[topic]
-                leader = meta.partitions[partition].leader
-                if meta.error is None and leader >= 0 and leader != exclude:
-                    return int(leader)
-            if time.monotonic() > deadline:
-                raise ClusterError(f"{topic}[{partition}] has no leader after {timeout:.0f}s")
-            time.sleep(0.2)
-
     def java_tool(self, main_class: str, *args: str, timeout: float = 120.0) -> str:
         """Run a Kafka tool class (e.g. the console consumer) from the broker jars.
 
@@ -642,33 +404,11 @@ class LocalCluster:
             )
         return proc.stdout.decode(errors="replace")
 
-    def _node(self, node_id: int) -> _Node:
+    def _node(self, node_id: int) -> Node:
         try:
             return self._nodes[node_id]
         except KeyError:
             raise ClusterError(f"no node {node_id}; nodes are {self.node_ids}") from None
-
-    @staticmethod
-    def _signal(node: _Node, sig: signal.Signals) -> None:
-        if node.pid is None:
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(node.pid, sig)
-
-    @staticmethod
-    def _wait_exit(node: _Node, timeout: float) -> bool:
-        if node.process is not None:
-            try:
-                node.process.wait(timeout=timeout)
-                return True
-            except subprocess.TimeoutExpired:
-                return False
-        deadline = time.monotonic() + timeout
-        while node.alive():
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.1)
-        return True
 
     # ------------------------------------------------------------------ CLI state
     @property
@@ -715,7 +455,7 @@ class LocalCluster:
         cluster._java = state["java"]
         cluster.jars = resolve_broker_jars(state["kafka_version"])
         for item in state["nodes"]:
-            node = _Node(
+            node = Node(
                 item["node_id"], item["port"], item["controller_port"], Path(item["directory"])
             )
             node.pid = item["pid"]
