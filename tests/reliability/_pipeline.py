@@ -189,6 +189,9 @@ def run_pipeline(
             else:  # while the processors work on the new share
                 base = committed()
                 target = base + share // 4
+                # a long fault before (a stalled coordinator) lets the processors catch up with
+                # the allowance: release enough input for the progress this wait expects
+                source.allow(target + share // 4)
                 wait_for(lambda t=target: (check_alive(), committed() >= t)[1], 300, "progress")
             t0 = time.monotonic()
             log(f"[{g.value}] fault {name} at source {source.acked:,}, input {committed():,}")
