@@ -22,8 +22,8 @@ Every fault is made deterministic by waiting for a *state* rather than a time:
   open transaction holds a record, a new ``a`` (same instance id, same transactional.id) is
   started and commits, then the old one is SIGCONTed: its next call is refused as fenced
   (counted in ``fenced``), after which it is SIGKILLed.
-* ``coordinator_stall``: (exactly_once, not in the default sequence) as ``coordinator_kill``,
-  but the coordinator stays frozen for ``COORDINATOR_STALL_S`` before the kill, past the
+* ``cluster_stall``: (exactly_once, not in the default sequence) as ``coordinator_kill``, but
+  every broker stays frozen for ``CLUSTER_STALL_S`` (so the coordinator cannot move), past the
   commit's whole retry budget: ``a`` sees an AmbiguousTransactionError (with a short
   ``transaction_call_timeout_ms``), recreates its producer and redoes the work.
 """
@@ -304,23 +304,28 @@ def fenced_zombie(ctx: FaultContext) -> None:
     ctx.notes["fenced_zombie"] = "a replaced while stopped; the old a was fenced"
 
 
-COORDINATOR_STALL_S = 25.0
-"""How long ``coordinator_stall`` keeps the coordinator frozen: longer than a commit's retry
-budget with a 2 s ``transaction_call_timeout_ms`` (at least 5 attempts and 15 s)."""
+CLUSTER_STALL_S = 25.0
+"""How long ``cluster_stall`` keeps every broker frozen: longer than a commit's retry budget
+with a 2 s ``transaction_call_timeout_ms`` (at least 5 attempts and 15 s)."""
 
 
-def coordinator_stall(ctx: FaultContext) -> None:
+def cluster_stall(ctx: FaultContext) -> None:
     if not ctx.transactional:
-        ctx.notes["coordinator_stall"] = "n/a (no transactions)"
+        ctx.notes["cluster_stall"] = "n/a (no transactions)"
         return
     coordinator = _freeze_commit_of_a(ctx)
-    ctx.log(f"  commit of a in flight; coordinator node {coordinator} frozen")
-    time.sleep(COORDINATOR_STALL_S)  # a's commit call runs out of retries: outcome unknown
-    ctx.cluster.kill(coordinator)
-    ctx.cluster.restart(coordinator)
+    # every other broker too: with only the coordinator frozen, the controller moves the
+    # coordinator after broker.session.timeout.ms (9 s) and the retried commit may then succeed
+    others = [n for n in ctx.cluster.node_ids() if n != coordinator]
+    for node in others:
+        ctx.cluster.pause(node)
+    ctx.log(f"  commit of a in flight; every broker frozen (coordinator node {coordinator})")
+    time.sleep(CLUSTER_STALL_S)  # a's commit call runs out of retries: outcome unknown
+    for node in [coordinator, *others]:
+        ctx.cluster.resume(node)
     wait_full_isr(ctx)
-    ctx.log(f"  coordinator node {coordinator} frozen {COORDINATOR_STALL_S:.0f}s, then restarted")
-    ctx.notes["coordinator_stall"] = f"node {coordinator} frozen {COORDINATOR_STALL_S:.0f}s"
+    ctx.log(f"  every broker frozen {CLUSTER_STALL_S:.0f}s, then resumed")
+    ctx.notes["cluster_stall"] = f"every broker frozen {CLUSTER_STALL_S:.0f}s during a's commit"
 
 
 FAULTS: dict[str, Callable[[FaultContext], None]] = {
@@ -329,6 +334,6 @@ FAULTS: dict[str, Callable[[FaultContext], None]] = {
     "processor_kill": processor_kill,
     "zombie": zombie,
     "coordinator_kill": coordinator_kill,
-    "coordinator_stall": coordinator_stall,
+    "cluster_stall": cluster_stall,
     "fenced_zombie": fenced_zombie,
 }

@@ -97,7 +97,7 @@ def high_watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, in
 
 def faults_for(guarantee: Guarantee, wanted: Sequence[str] | None) -> list[str]:
     """The fault sequence: every default fault (coordinator ones only with transactions)."""
-    extra = ("coordinator_stall", "fenced_zombie")  # for the accounting test, not the default run
+    extra = ("cluster_stall", "fenced_zombie")  # for the accounting test, not the default run
     names = list(wanted) if wanted is not None else [n for n in FAULTS if n not in extra]
     unknown = [n for n in names if n not in FAULTS]
     if unknown:

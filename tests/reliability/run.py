@@ -32,7 +32,7 @@ GUARANTEES = ("exactly_once", "at_least_once", "at_most_once")
 def _table(results: dict[str, Any]) -> str:
     head = (
         "| guarantee | records | faults | output | lost | duplicated | out of order (per key) "
-        "| source failures | processor aborts / txn timeouts / recreations "
+        "| source failures | processor aborts / txn timeouts / ambiguous / fenced / recreations "
         "| processor crashes / watchdog restarts "
         "| refused commits / stalled calls "
         "| wall |\n|" + " --- |" * 12
@@ -45,6 +45,7 @@ def _table(results: dict[str, Any]) -> str:
             f"| {r['guarantee']} | {r['records']:,} | {', '.join(r['faults'])} | {r['output']:,} "
             f"| **{r['lost']:,}** | **{r['duplicated']:,}** | **{r['out_of_order']:,}** "
             f"| {r['source_failed']:,} | {p['aborts']} / {p['transaction_timeouts']} / "
+            f"{p.get('ambiguous', 'n/a')} / {p.get('fenced', 'n/a')} / "
             f"{p['producer_recreations']} | {len(r.get('processor_crashes', []))} / "
             f"{r.get('watchdog_restarts', 0)} "
             f"| {p.get('commit_refused', 'n/a')} / {p.get('stalled_calls', 'n/a')} "

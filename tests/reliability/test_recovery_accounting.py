@@ -3,8 +3,8 @@
 An independent kill test once found ``ambiguous=0`` and ``fenced=0`` in every run although the
 workers' logs showed recoveries from AmbiguousTransactionError and ProducerFencedError: the
 age of the transaction was checked first, so both were counted as transaction timeouts. Here
-the coordinator of processor ``a`` is frozen while its commit is in flight, past the commit's
-whole retry budget (``coordinator_stall``: an unknown outcome), and later ``a`` is stopped in a
+every broker is frozen while processor ``a``'s commit is in flight, past the commit's whole
+retry budget (``cluster_stall``: an unknown outcome), and later ``a`` is stopped in a
 transaction and replaced by a new instance with the same id (``fenced_zombie``: the old one is
 fenced when it wakes up). The output stays exact, and the counters say ``ambiguous`` and
 ``fenced``.
@@ -34,7 +34,7 @@ def test_ambiguous_and_fenced_recoveries_are_counted_by_kind(
         "exactly_once",
         N,
         tmp_path,
-        faults=["coordinator_stall", "fenced_zombie"],
+        faults=["cluster_stall", "fenced_zombie"],
         # a short call timeout spends the commit's retry budget while the coordinator is frozen
         worker_extra={"transaction_call_timeout_ms": 2_000},
     )
