@@ -316,7 +316,7 @@ def cluster_stall(ctx: FaultContext) -> None:
     coordinator = _freeze_commit_of_a(ctx)
     # every other broker too: with only the coordinator frozen, the controller moves the
     # coordinator after broker.session.timeout.ms (9 s) and the retried commit may then succeed
-    others = [n for n in ctx.cluster.node_ids() if n != coordinator]
+    others = [n for n in ctx.cluster.node_ids if n != coordinator]
     for node in others:
         ctx.cluster.pause(node)
     ctx.log(f"  commit of a in flight; every broker frozen (coordinator node {coordinator})")
