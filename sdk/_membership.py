@@ -12,6 +12,12 @@ coordinator moved). The batch's partitions may meanwhile belong to another membe
 started from the older committed offset: handling the batch would duplicate it. The
 reliability pipeline measured exactly that (10,360 duplicates in one at_most_once run with a
 broker bounce) before this check existed.
+
+A batch may also hold records this client already handed to a handler: after a partition was
+lost and assigned back, librdkafka 2.16 delivered offsets 0-499 of a partition twice, 190 ms
+apart, both after the new assignment (the reliability pipeline's at_most_once run duplicated
+exactly that one batch in 3 of 7 runs). :class:`HandledMarks` remembers, per partition, the
+position committed before handling; records below it are dropped, never handed out twice.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from sdk.observability import Telemetry
 
 __all__ = [
     "REBALANCE_CODES",
+    "HandledMarks",
     "check_partitions",
     "commit_before_handling",
     "member_id",
@@ -104,11 +111,47 @@ def check_partitions(result: Any, context: str) -> None:
             )
 
 
+class HandledMarks:
+    """at_most_once: per partition, the position this client committed before handling.
+
+    Every record below a partition's mark was handed to a handler (or deliberately skipped)
+    by this client, so a record delivered again below it must not be handed out again. The
+    marks live as long as the client: offsets of a partition only grow, so a mark never hides
+    a record nobody handled (a topic deleted and re-created under a running client is the
+    exception; at-most-once then loses those records, it never repeats them).
+    """
+
+    __slots__ = ("_marks",)
+
+    def __init__(self) -> None:
+        self._marks: dict[tuple[str, int], int] = {}
+
+    def fresh(self, messages: list[Any]) -> list[Any]:
+        """The records of ``messages`` not below their partition's mark, in order."""
+        marks = self._marks
+        if not marks:
+            return messages
+        return [m for m in messages if m.offset() >= marks.get((m.topic(), m.partition()), -1)]
+
+    def advance(self, offsets: Iterable[Any]) -> None:
+        """Raise the marks to the committed ``offsets`` (TopicPartitions)."""
+        marks = self._marks
+        for tp in offsets:
+            key = (tp.topic, tp.partition)
+            if tp.offset > marks.get(key, -1):
+                marks[key] = tp.offset
+
+    def get(self, topic: str, partition: int) -> int | None:
+        """The mark of one partition (None: nothing committed before handling yet)."""
+        return self._marks.get((topic, partition))
+
+
 class CommitCounts(Protocol):
     """The counters the at-most-once commit updates (ConsumerStats, ProcessorStats)."""
 
     commits: int
     commit_refused: int
+    redelivered: int
 
     def note(self, event: str, /) -> None:
         """Record an event line."""
@@ -121,45 +164,63 @@ def commit_before_handling(
     *,
     assigned_as: str | None,
     stats: CommitCounts,
+    marks: HandledMarks,
     telemetry: Telemetry | None = None,
     on_retry: Callable[[str], None] | None = None,
-) -> bool:
+) -> list[Any]:
     """at_most_once: commit the batch synchronously before any handler sees it.
 
-    The batch may be handled only if the commit was accepted for the member that received the
-    assignment (``assigned_as``): if the group session is gone before or after the commit
-    (``memberid()`` changed or cleared, see the module docstring), or a rebalance refused the
-    commit (for the whole request or for one partition), the batch is not handled — another
-    member may own its partitions and have started from the older committed offset — and its
-    partitions are rewound to the batch's first offsets, so their owner reads it again.
+    Records already handed out (below their partition's :class:`HandledMarks` mark) are
+    dropped first and counted as ``redelivered``. The rest may be handled only if the commit
+    was accepted for the member that received the assignment (``assigned_as``): if the group
+    session is gone before or after the commit (``memberid()`` changed or cleared, see the
+    module docstring), or a rebalance refused the commit (for the whole request or for one
+    partition), the batch is not handled — another member may own its partitions and have
+    started from the older committed offset — and its partitions are rewound to the batch's
+    first offsets, so their owner reads it again.
 
     Args:
         client: The ``confluent_kafka.Consumer``.
         messages: The polled batch.
         assigned_as: The member id that received the current assignment.
-        stats: ``commits`` / ``commit_refused`` counters and ``note()``.
-        telemetry: Counts a refused batch as ``safeguard=unowned_batch``.
+        stats: ``commits`` / ``commit_refused`` / ``redelivered`` counters and ``note()``.
+        marks: The client's handled positions; advanced when the commit is accepted.
+        telemetry: Counts a refused batch as ``safeguard=unowned_batch`` and dropped records
+            as ``safeguard=redelivered``.
         on_retry: Called before each retry of the commit.
 
     Returns:
-        True if the batch may be handled.
+        The records that may be handled, in order (empty: nothing to handle).
 
     Raises:
         KafkaClientError: The commit failed otherwise (CommitError unless more specific).
     """
     context = "commit before handling (at_most_once)"
 
-    def refused(why: str) -> bool:
+    def refused(why: str) -> list[Any]:
         stats.commit_refused += 1
         stats.note(f"{why}; batch not handled")
         if telemetry is not None:
             telemetry.safeguard("unowned_batch", f"{why}; batch not handled")
-        rewind(client, messages)
-        return False
+        rewind(client, batch)
+        return []
 
+    batch = marks.fresh(messages)
+    if len(batch) != len(messages):
+        dropped = len(messages) - len(batch)
+        stats.redelivered += dropped
+        why = (
+            f"{context}: {dropped} records delivered again below the position already "
+            "committed before handling; not handled again"
+        )
+        stats.note(why)
+        if telemetry is not None:
+            telemetry.safeguard("redelivered", why)
+        if not batch:
+            return []
     if not still_member(client, assigned_as):
         return refused(f"{context}: group session lost; not sent")
-    offsets = next_offsets(messages)
+    offsets = next_offsets(batch)
     try:
         result = call_kafka(
             lambda: client.commit(offsets=offsets, asynchronous=False),
@@ -174,5 +235,6 @@ def commit_before_handling(
         return refused(str(exc))
     if not still_member(client, assigned_as):
         return refused(f"{context}: group session lost meanwhile")
+    marks.advance(offsets)
     stats.commits += 1
-    return True
+    return batch

@@ -8,7 +8,13 @@ from typing import Any
 from confluent_kafka import KafkaError, TopicPartition
 
 from sdk._client import ConsumerClient, call_kafka
-from sdk._membership import check_partitions, commit_before_handling, member_id, next_offsets
+from sdk._membership import (
+    HandledMarks,
+    check_partitions,
+    commit_before_handling,
+    member_id,
+    next_offsets,
+)
 from sdk.consumer._offsets import AckTracker
 from sdk.consumer._records import ConsumerStats
 from sdk.errors import KafkaClientError, SdkError
@@ -40,28 +46,36 @@ class OffsetKeeper:
         self.tracker = AckTracker()
         self._alo = guarantee is Guarantee.AT_LEAST_ONCE
         self._member: str | None = None  # the member id that received the assignment
+        self._marks = HandledMarks()  # at_most_once: positions committed before handling
         self.telemetry: Telemetry | None = None  # set by the Consumer
 
-    def before_handling(self, client: ConsumerClient, messages: list[Any]) -> bool:
+    def before_handling(self, client: ConsumerClient, messages: list[Any]) -> list[Any]:
         """at_most_once: commit the batch synchronously before any handler sees it.
 
         The batch is handled only if the commit was accepted for this member's generation:
         if the group session is gone before or after the commit (``memberid()`` changed or
         cleared, see :mod:`sdk._membership`), the batch is not handled — another member may
-        own its partitions and have started from the older committed offset.
+        own its partitions and have started from the older committed offset. Records the
+        client delivers again below a position already committed are dropped.
 
         Returns:
-            True to go on. False if a rebalance refused the commit or the session was lost:
-            nothing was handled and the partitions were rewound to the batch's first offsets,
-            so their owner reads it again.
+            The records to handle (at_least_once: ``messages``). Empty if a rebalance refused
+            the commit or the session was lost — nothing was handled and the partitions were
+            rewound to the batch's first offsets, so their owner reads it again — or if every
+            record was a redelivery.
 
         Raises:
             KafkaClientError: The commit failed otherwise (CommitError unless more specific).
         """
         if self._alo:
-            return True
+            return messages
         return commit_before_handling(
-            client, messages, assigned_as=self._member, stats=self.stats, telemetry=self.telemetry
+            client,
+            messages,
+            assigned_as=self._member,
+            stats=self.stats,
+            marks=self._marks,
+            telemetry=self.telemetry,
         )
 
     def handled(self, client: ConsumerClient, messages: list[Any]) -> None:

@@ -387,8 +387,10 @@ class Consumer:
             last = time.monotonic()
             taken += len(messages)
             self.stats.polled += len(messages)
-            if not self._offsets.before_handling(client, messages):
-                taken -= len(messages)  # rewound, not handled: they come again
+            polled = len(messages)
+            messages = self._offsets.before_handling(client, messages)
+            taken -= polled - len(messages)  # rewound or redelivered: not handed out
+            if not messages:
                 continue
             self._in_flight = len(messages)
             yield messages

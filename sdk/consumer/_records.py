@@ -58,6 +58,9 @@ class ConsumerStats:
         commit_refused: at_most_once only: batches whose pre-handling commit a rebalance
             refused, or whose group session was lost around the commit; they were not
             handled, and were rewound to be read again by their owner.
+        redelivered: at_most_once only: records dropped because the client delivered them
+            again below a position already committed before handling; handing them out again
+            would duplicate them.
         stale_acks: ``ack()`` calls for records of a partition no longer assigned (or acked
             twice); nothing is stored for them.
         revoked: Rebalance revocations handled.
@@ -75,6 +78,7 @@ class ConsumerStats:
     stored: int = 0
     abandoned: int = 0
     commit_refused: int = 0
+    redelivered: int = 0
     stale_acks: int = 0
     revoked: int = 0
     lost: int = 0

@@ -89,7 +89,10 @@ class Instruments:
         self.safeguards = meter.create_counter(
             c.METRIC_SAFEGUARDS,
             unit="{event}",
-            description="Times a guarantee's safeguard stepped in (unowned_batch, stalled_call).",
+            description=(
+                "Times a guarantee's safeguard stepped in (unowned_batch, redelivered, "
+                "stalled_call)."
+            ),
         )
         self.lag = meter.create_observable_gauge(
             c.METRIC_CONSUMER_LAG,

@@ -13,7 +13,7 @@ from confluent_kafka import Consumer as _ConsumerClient
 from confluent_kafka import TopicPartition
 
 from sdk._client import ConsumerClient, ProducerClient, call_kafka
-from sdk._membership import commit_before_handling, member_id
+from sdk._membership import HandledMarks, commit_before_handling, member_id
 from sdk._signals import sigterm_stops
 from sdk.core.failure import HandlerRunner, dead_letter
 from sdk.core.records import ConsumerRecord
@@ -139,6 +139,7 @@ class Processor:
         self._last_commit = time.monotonic()
         self._callback_error: BaseException | None = None
         self._member: str | None = None  # group member id that received the assignment
+        self._handled_marks = HandledMarks()  # at_most_once: positions committed before handling
         self._progress = ProgressTracker(on_progress, lambda: self.stats.records_in)
         self.transactional_id = transactional_id_for(profile, transactional_id, instance_id)
         # every output goes through the SDK Producer: the profile's partitioner places keys
@@ -270,14 +271,16 @@ class Processor:
                 raise from_kafka_error(err, context="consume")
         if records:
             if self.guarantee is Guarantee.AT_MOST_ONCE:
-                if not commit_before_handling(
+                records = commit_before_handling(
                     self._consumer,
                     records,
                     assigned_as=self._member,
                     stats=self.stats,
+                    marks=self._handled_marks,
                     telemetry=self._tel,
                     on_retry=counting(self.stats, self._tel),
-                ):
+                )
+                if not records:
                     return  # not handled: another member may own these partitions now
                 self._progress.commit((m.topic(), m.partition(), m.offset() + 1) for m in records)
             self._handle(records)

@@ -60,6 +60,9 @@ class ProcessorStats(TransactionStats):
         commit_refused: at_most_once: batches not handled because a rebalance refused their
             pre-handling commit or the group session was lost around it (rewound; see
             :mod:`sdk._membership`).
+        redelivered: at_most_once: records dropped because the client delivered them again
+            below a position already committed before handling; handing them out again
+            would duplicate them.
     """
 
     records_in: int = 0
@@ -71,3 +74,4 @@ class ProcessorStats(TransactionStats):
     lost: int = 0
     rewinds: int = 0
     commit_refused: int = 0
+    redelivered: int = 0

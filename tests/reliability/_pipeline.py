@@ -39,6 +39,7 @@ COUNTERS = (
     "lost",
     "rewinds",
     "commit_refused",
+    "redelivered",
     "stalled_calls",
 )
 

@@ -125,9 +125,7 @@ def main() -> None:
 
     def handler(record: Any) -> list[OutputRecord]:
         return [
-            OutputRecord(
-                topic=output, key=record.key, value=record.value, headers=record.headers
-            )
+            OutputRecord(topic=output, key=record.key, value=record.value, headers=record.headers)
         ]
 
     processor = Processor(

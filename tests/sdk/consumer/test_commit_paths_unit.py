@@ -149,3 +149,18 @@ def test_kip848_epoch_refusals_are_rebalances_too(code: int) -> None:
     with _consumer("at_most_once", client) as consumer:
         stats = consumer.run(lambda r: seen.append(r.offset), idle_timeout=0.2)
     assert (seen, stats.commit_refused, client.seeks) == ([], 1, [("t", 0, 7)])
+
+
+def test_at_most_once_drops_records_delivered_again_below_the_committed_position() -> None:
+    """The client served a committed-and-handled batch again (seen with librdkafka after a
+    partition was lost and assigned back): those records are not handed out twice."""
+    first = [message("t", 0, 10), message("t", 0, 11)]
+    again = [message("t", 0, 10), message("t", 0, 11), message("t", 0, 12)]
+    client = scripted([first, again], [], [])
+    seen: list[int] = []
+    with _consumer("at_most_once", client) as consumer:
+        stats = consumer.run(lambda r: seen.append(r.offset), max_records=3, idle_timeout=0.1)
+    assert seen == [10, 11, 12]
+    assert client.commits == [[("t", 0, 12)], [("t", 0, 13)]]
+    assert (stats.redelivered, stats.commits) == (2, 2)
+    assert any("delivered again" in e for e in stats.errors)

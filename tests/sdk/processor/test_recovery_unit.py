@@ -305,3 +305,27 @@ def test_progress_hook_reports_assignment_and_committed_positions() -> None:
     consumer.callbacks["on_revoke"](consumer, [TopicPartition("in", 0)])
     assert (seen[-1].event, seen[-1].assignment, dict(seen[-1].committed)) == ("revoked", (), {})
     assert proc.committed == {}
+
+
+def test_at_most_once_never_hands_out_a_record_delivered_again() -> None:
+    """librdkafka delivered a handled batch again after a partition was lost and assigned back
+    (the reliability pipeline's at_most_once duplicates): records below the position committed
+    before handling are dropped, the rest of their batch is handled."""
+    consumer = member_consumer(records(10))
+    proc = _at_most_once(consumer)
+    proc.state = ProcessorState.RUNNING
+    proc._start()
+    consumer.callbacks["on_assign"](consumer, [TopicPartition("in", 0)])
+    proc._step()
+    proc._step()  # 0-7 committed and handled
+    consumer.callbacks["on_lost"](consumer, [TopicPartition("in", 0)])
+    consumer.callbacks["on_assign"](consumer, [TopicPartition("in", 0)])
+    consumer.seek(TopicPartition("in", 0, 6))  # the client serves 6.. again
+    proc._step()  # 6, 7 (again), 8, 9
+    assert consumer.commits == [[(0, 4)], [(0, 8)], [(0, 10)]]
+    assert FakeProducer.instances[0].pending == [str(i).encode() for i in range(10)]
+    assert (proc.stats.redelivered, proc.stats.records_in, proc.stats.commits) == (2, 10, 3)
+    consumer.seek(TopicPartition("in", 0, 0))
+    proc._step()  # 0-3 again: nothing handled, nothing committed
+    assert len(consumer.commits) == 3 and proc.stats.redelivered == 6
+    assert proc.stats.records_in == 10
