@@ -54,7 +54,14 @@ class HandlerRunner:
         try:
             return list(fn(arg) or ())
         except Exception as exc:
-            first = exc
+            return self.retry(fn, arg, exc)
+
+    def retry(self, fn: Callable[[Any], Any], arg: Any, first: Exception) -> list[OutputRecord]:
+        """Go on after a first attempt (made by the caller's hot loop) failed with ``first``.
+
+        Raises:
+            HandlerError: Every attempt failed (or the error is not in retry_on).
+        """
         p = self.policy
         if p.attempts <= 1 or not isinstance(first, self._retry_on):
             raise HandlerError(

@@ -192,6 +192,22 @@ class TransactionSession:
         """
         self.producer._enqueue_output(out, self.span)
 
+    def produce_all(self, outputs: list[OutputRecord]) -> None:
+        """Queue one handler's outputs on the hot path; call :meth:`serve` once per batch.
+
+        Raises:
+            KafkaClientError: As :meth:`produce`.
+        """
+        self.producer._emit_outputs(outputs, self.span)
+
+    def serve(self) -> None:
+        """Serve delivery reports and client events (once per polled batch).
+
+        Raises:
+            KafkaClientError: A fatal client error (fenced: ProducerFencedError).
+        """
+        self.producer._serve("serve delivery reports")
+
     def flush(self, context: str = "commit step 1 (flush)") -> None:
         """Step 1: wait until every queued record is acknowledged or failed.
 

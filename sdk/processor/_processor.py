@@ -6,7 +6,6 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager
 from typing import Any, Literal
 
 from confluent_kafka import Consumer as _ConsumerClient
@@ -15,13 +14,11 @@ from confluent_kafka import TopicPartition
 from sdk._client import ConsumerClient, ProducerClient, call_kafka
 from sdk._membership import HandledMarks, commit_before_handling, member_id
 from sdk._signals import sigterm_stops
-from sdk.core.failure import HandlerRunner, dead_letter
-from sdk.core.records import ConsumerRecord
+from sdk.core.failure import HandlerRunner
 from sdk.core.session import TransactionSession
 from sdk.errors import (
     ClosedError,
     ConfigurationError,
-    HandlerError,
     KafkaClientError,
     KafkaTimeoutError,
     SdkError,
@@ -29,6 +26,7 @@ from sdk.errors import (
 )
 from sdk.observability import Telemetry, get_logger, redact
 from sdk.partitioners import Partitioner
+from sdk.processor._handling import HandlingLoop
 from sdk.processor._positions import (
     counting,
     rewind_to_committed,
@@ -38,7 +36,6 @@ from sdk.processor._progress import Progress, ProgressTracker
 from sdk.processor._records import (
     BatchHandler,
     Handler,
-    OutputRecord,
     ProcessorState,
     ProcessorStats,
 )
@@ -52,7 +49,7 @@ _EOS = Guarantee.EXACTLY_ONCE
 _ALO = Guarantee.AT_LEAST_ONCE
 
 
-class Processor:
+class Processor(HandlingLoop):
     """Consume → handle → produce, under the guarantee of a :class:`ProcessingProfile`.
 
     * ``exactly_once``: one transactional producer per instance. Outputs and input offsets are
@@ -293,84 +290,6 @@ class Processor:
         if self._pending >= self.profile.max_records_per_transaction:
             return True
         return (time.monotonic() - self._last_commit) * 1000 >= self.profile.commit_interval_ms
-
-    def _handle(self, records: list[Any]) -> None:
-        if self._batch_handler is not None:
-            batch = [ConsumerRecord(m.key(), m.value(), m) for m in records]
-            self._handle_unit(batch, self._batch_handler, records)
-            return
-        handler = self._handler
-        assert handler is not None
-        for i, msg in enumerate(records):
-            # the Consumer's record type: handlers of both read record.value, record.raw, ...
-            if not self._handle_unit(ConsumerRecord(msg.key(), msg.value(), msg), handler, [msg]):
-                return  # rewound: the rest of the batch is re-read
-            if self._due() and i + 1 < len(records) and not self._commit_or_recover():
-                return
-
-    def _handle_unit(
-        self, arg: Any, fn: Callable[[Any], Iterable[OutputRecord]], msgs: list[Any]
-    ) -> bool:
-        """Handle one record (or batch); return False if the transaction was rewound."""
-        if self.guarantee is _EOS:
-            try:
-                self._txn.begin()
-            except KafkaClientError as exc:
-                self._recover(exc)
-                return False
-        with self._process_span(arg, msgs):
-            try:
-                outputs = self._runner.run(fn, arg)
-            except HandlerError as exc:
-                self.stats.handler_failures += 1
-                failure = self.profile.consumer.failure
-                if failure.on_failure == "stop" or failure.dlq_topic is None:
-                    self.stats.note(f"handler failed, stopping: {exc}")
-                    if self.guarantee is _EOS:
-                        self._abort_and_rewind(cause=exc)
-                    else:
-                        self._commit_or_recover()
-                    raise
-                outputs = [
-                    dead_letter(m, failure.dlq_topic, exc, attempts=exc.attempts, stage="handler")
-                    for m in msgs
-                ]
-                self.stats.dead_lettered += len(msgs)
-                cause = type(exc.__cause__ or exc).__name__
-                for m in msgs:
-                    self._tel.dead_lettered(m.topic(), failure.dlq_topic, error_type=cause)
-            try:
-                for out in outputs:
-                    self._produce(out)
-            except KafkaClientError as exc:
-                # produce() refuses (_STATE) once a delivery failed in this transaction; the
-                # seam classified that as abortable
-                if self.guarantee is not _EOS:
-                    raise
-                self._recover(exc)
-                return False
-        for msg in msgs:
-            self._positions[(msg.topic(), msg.partition())] = msg.offset() + 1
-        self.stats.records_in += len(msgs)
-        self._pending += len(msgs)
-        if self._txn.span is not None:
-            self._txn.span.add_input(len(msgs))
-        return True
-
-    def _process_span(self, arg: Any, msgs: list[Any]) -> AbstractContextManager[Any]:
-        """``process <topic>`` per record, or one span per batch linking every record."""
-        tx = self._txn.span
-        if isinstance(arg, list):
-            return self._tel.batch_process_span(msgs, self._group, transaction=tx)
-        m = msgs[0]
-        return self._tel.process_span(
-            m.topic(), m.partition(), m.offset(), m.key(), self._group, m.headers(), transaction=tx
-        )
-
-    def _produce(self, out: OutputRecord) -> None:
-        """Produce one output through the session (a ``send <topic>`` span when traced)."""
-        self._txn.produce(out)
-        self.stats.records_out += 1
 
     # ---------------------------------------------------------------- commits
     def _offsets(self, keys: Iterable[tuple[str, int]] | None = None) -> list[Any]:

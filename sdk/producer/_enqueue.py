@@ -103,8 +103,10 @@ class RecordPath:
             and (value is None or type(value) is bytes)
         ):
             key, value = self.serialize(record)
-        if topic not in self._known_topics and self._check_topics:
-            self._errors.check_topic(client, record, self._metadata_timeout)
+        if topic not in self._known_topics:
+            if self._check_topics:
+                self._errors.check_topic(client, record, self._metadata_timeout)
+            # unchecked topics too: the fast path then skips this path for their next records
             self._known_topics.add(topic)
         partition = record.partition
         if partition is None and not self._native:

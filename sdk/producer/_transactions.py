@@ -56,6 +56,8 @@ class TransactionMethods:
     _ensure_client: Callable[[], Any]
     _send_observed: Callable[[Any, ProducerRecord], Any]
     _on_batch_delivery: Callable[[Any, Any], None]
+    _fast: bool
+    _known_topics: set[str]
 
     def session(self) -> TransactionSession:
         """The session that drives this producer's transactions, made on first use.
@@ -185,6 +187,50 @@ class TransactionMethods:
                 span.add()
         with translating(f"send to {out.topic!r}", abortable=True):
             client.poll(0)
+
+    def _emit_outputs(self, outputs: list[OutputRecord], span: TransactionSpan | None) -> None:
+        """Queue a handler's outputs: the Processor's hot path (no per-record poll or span).
+
+        An output with nothing to do (bytes or str, no headers, no partition, librdkafka
+        places it, topic seen before) goes straight to ``client.produce``; any other output,
+        and any refusal or full queue, takes :meth:`_enqueue_output` (the general path, which
+        translates the error). Delivery reports are served by :meth:`_serve`, once per batch.
+
+        Raises:
+            KafkaClientError: See :meth:`_enqueue_output`.
+        """
+        if self._observed or not self._fast:
+            for out in outputs:
+                self._enqueue_output(out, span)
+            return
+        client = self._client if self._state is Lifecycle.OPEN else self._ensure_client()
+        produce, known, callback = client.produce, self._known_topics, self._on_batch_delivery
+        for out in outputs:
+            value, key, topic = out.value, out.key, out.topic
+            if type(value) is str:
+                value = value.encode()
+            if type(key) is str:
+                key = key.encode()
+            if out.headers is None and out.partition is None and topic in known:
+                try:
+                    produce(topic, value, key, on_delivery=callback)
+                except Exception:  # full queue, refusal: the general path waits / translates
+                    self._enqueue_output(out, None)
+            else:
+                self._enqueue_output(out, None)
+        if span is not None:
+            span.add(len(outputs))
+
+    def _serve(self, context: str) -> None:
+        """Serve delivery reports and client events (``poll(0)``) through the error seam.
+
+        Raises:
+            KafkaClientError: A fatal client error (e.g. fenced).
+        """
+        client = self._client
+        if client is not None:
+            with translating(context, abortable=self._session is not None and self._session.open):
+                client.poll(0)
 
     def _drop_client(self) -> Any:
         """Forget the client without flushing (the session recreates it: a new epoch).
