@@ -7,7 +7,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, TopicPartition
 
-from sdk._client import ConsumerClient, call_kafka
+from sdk._client import ConsumerClient, call_kafka, translate
 from sdk._membership import (
     HandledMarks,
     check_partitions,
@@ -17,7 +17,7 @@ from sdk._membership import (
 )
 from sdk.consumer._offsets import AckTracker
 from sdk.consumer._records import ConsumerStats
-from sdk.errors import KafkaClientError, SdkError
+from sdk.errors import KafkaClientError, SdkError, is_transient
 from sdk.observability import Telemetry
 from sdk.profiles import Guarantee
 
@@ -87,6 +87,30 @@ class OffsetKeeper:
         if self._alo:
             self._store(client, next_offsets(messages))
 
+    def store_one(self, client: ConsumerClient, message: Any) -> None:
+        """Store ``offset + 1`` of one handled record (at_least_once; the hot path).
+
+        ``store_offsets(message=)`` needs no TopicPartition; an error takes :meth:`handled`,
+        which retries and translates it.
+
+        Raises:
+            KafkaClientError: Storing failed (other than for a partition no longer assigned).
+        """
+        if not self._alo:
+            return
+        try:
+            client.store_offsets(message=message)
+        except Exception as exc:
+            error = translate(exc, "store_offsets", commit=True)
+            if error is None:
+                raise
+            if is_transient(error.kafka_error):
+                self._store(client, next_offsets([message]))  # retried there
+            else:
+                self._refused(error)
+            return
+        self.stats.stored += 1
+
     def track(self, message: Any) -> None:
         """Remember a record handed out by the iterator (at_least_once)."""
         if self._alo:
@@ -114,13 +138,21 @@ class OffsetKeeper:
                 lambda: client.store_offsets(offsets=offsets), context="store_offsets", commit=True
             )
         except KafkaClientError as exc:
-            if exc.code not in (KafkaError._STATE, KafkaError._UNKNOWN_PARTITION):
-                raise
-            # no longer assigned (e.g. max.poll.interval.ms passed): the next owner handles
-            # the record again, which at-least-once allows
-            self.stats.note(str(exc))
+            self._refused(exc)
             return
         self.stats.stored += 1
+
+    def _refused(self, exc: KafkaClientError) -> None:
+        """A refused store: noted for a partition no longer assigned, else raised.
+
+        Raises:
+            KafkaClientError: ``exc``, unless the partition is no longer assigned.
+        """
+        if exc.code not in (KafkaError._STATE, KafkaError._UNKNOWN_PARTITION):
+            raise exc
+        # no longer assigned (e.g. max.poll.interval.ms passed): the next owner handles the
+        # record again, which at-least-once allows
+        self.stats.note(str(exc))
 
     def commit_stored(self, client: ConsumerClient, context: str) -> None:
         """at_least_once: commit the stored offsets synchronously (no-op if none).

@@ -13,6 +13,7 @@ from sdk._client import ConsumerClient, call_kafka
 from sdk._signals import sigterm_stops
 from sdk.consumer._commits import OffsetKeeper
 from sdk.consumer._failure import FailurePath
+from sdk.consumer._handling import HandlingLoop
 from sdk.consumer._health import ClientHealth
 from sdk.consumer._records import (
     BatchRecordHandler,
@@ -40,7 +41,7 @@ _AMO = Guarantee.AT_MOST_ONCE
 _ALO = Guarantee.AT_LEAST_ONCE
 
 
-class Consumer:
+class Consumer(HandlingLoop):
     """Consume with the commit ordering of an ``at_most_once`` or ``at_least_once`` profile.
 
     * ``at_most_once``: each polled batch's offsets are committed **synchronously before** any
@@ -421,61 +422,6 @@ class Consumer:
         if tel is not None and (tel.tracing_enabled() or tel.metrics_enabled()):
             return tel
         return None
-
-    def _handle_each(self, handler: Callable[[ConsumerRecord], Any], messages: list[Any]) -> None:
-        tel = self._observed()
-        for message in messages:
-            if self._stop.is_set() and self.guarantee is _ALO:
-                return  # not stored: read again by the next run or the next owner
-            if tel is None:
-                record = self._failure.decode(message)
-                if record is not None:
-                    self._failure.handle(handler, record, [message])
-            else:
-                with tel.process_span(
-                    message.topic(),
-                    message.partition(),
-                    message.offset(),
-                    message.key(),
-                    self.profile.group_id,
-                    message.headers(),
-                ):
-                    record = self._failure.decode(message)
-                    if record is not None:
-                        self._failure.handle(handler, record, [message])
-            self._done([message])  # stored per record: the commit timer sees every step
-
-    def _handle_batch(
-        self, handler: Callable[[list[ConsumerRecord]], Any], messages: list[Any]
-    ) -> None:
-        records: list[ConsumerRecord] = []
-        taken: list[Any] = []
-        for message in messages:
-            record = self._failure.decoder.try_decode(message)
-            if record is not None:
-                records.append(record)
-                taken.append(message)
-                continue
-            if records:  # keep the offset order: handle what came before the poison pill
-                self._failure.handle(handler, records, taken)
-                self._done(taken)
-                records, taken = [], []
-            self._failure.decode(message)  # applies the failure policy to the poison pill
-            self._done([message])
-        if records:
-            tel = self._observed()
-            if tel is None:
-                self._failure.handle(handler, records, taken)
-            else:
-                with tel.batch_process_span(taken, self.profile.group_id):
-                    self._failure.handle(handler, records, taken)
-            self._done(taken)
-
-    def _done(self, messages: list[Any]) -> None:
-        """The records are handled or dead-lettered: store their offsets (at_least_once)."""
-        self._in_flight -= len(messages)
-        if self._client is not None:
-            self._offsets.handled(self._client, messages)
 
     # ------------------------------------------------------------------ callbacks
     def _on_assign(self, consumer: ConsumerClient, partitions: list[Any]) -> None:

@@ -25,6 +25,9 @@ class RecordDecoder:
     def __init__(self, key: str | Deserializer, value: str | Deserializer) -> None:
         self._key = resolve_deserializer(key, "key_deserializer")
         self._value = resolve_deserializer(value, "value_deserializer")
+        bytes_in = resolve_deserializer("bytes")
+        self.raw = self._key is bytes_in and self._value is bytes_in
+        """Both deserializers are ``bytes``: a record is the message's key and value as is."""
 
     def try_decode(self, message: Any) -> ConsumerRecord | None:
         """Like :meth:`decode`, but None for a poison pill."""
@@ -202,6 +205,27 @@ class FailurePath:
 
         try:
             self._runner.run(call, arg)
+        except HandlerError as exc:
+            self.stats.handler_failures += len(messages)
+            self._fail(exc, messages, attempts=exc.attempts, stage="handler")
+            return
+        self.stats.handled += len(messages)
+
+    def handle_failed(
+        self, handler: Callable[[Any], Any], arg: Any, messages: list[Any], first: Exception
+    ) -> None:
+        """Like :meth:`handle` after the caller's own first attempt failed with ``first``.
+
+        Raises:
+            HandlerError: Every attempt failed and ``on_failure="stop"``.
+            KafkaClientError: The dead-letter records were not acknowledged.
+        """
+
+        def call(value: Any) -> None:
+            handler(value)
+
+        try:
+            self._runner.retry(call, arg, first)
         except HandlerError as exc:
             self.stats.handler_failures += len(messages)
             self._fail(exc, messages, attempts=exc.attempts, stage="handler")
