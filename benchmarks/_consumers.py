@@ -16,8 +16,9 @@ from typing import Any
 from confluent_kafka import Consumer as RawConsumer
 from confluent_kafka import TopicPartition
 
+from benchmarks import _harness
 from benchmarks._harness import Result, java_tool
-from sdk.consumer import Consumer
+from sdk.consumer import Consumer, ConsumerRecord
 from sdk.profiles import ConsumerProfile
 
 GROUP = "consumer"
@@ -27,12 +28,28 @@ def _group() -> str:
     return f"bench-{uuid.uuid4().hex[:8]}"
 
 
+def _raw_profile_config(bootstrap: str) -> dict[str, Any]:
+    """The SDK at_least_once consumer settings, minus the SDK's fetch.queue.backoff.ms choice.
+
+    A peer keeps librdkafka's default unless ``--fetch-backoff-ms`` sets one for everyone.
+    """
+    config = dict(
+        ConsumerProfile(
+            guarantee="at_least_once", bootstrap_servers=bootstrap, group_id=_group()
+        ).render()
+    )
+    config.pop("fetch.queue.backoff.ms", None)
+    return _harness.raw_consumer_config(config)
+
+
+def handler(record: Any) -> None:
+    """The per-record work of every handler case (the SDK's and the raw handler loop's)."""
+    _ = record.value if isinstance(record, ConsumerRecord) else record.value()
+
+
 def raw_confluent(bootstrap: str, name: str, n: int, size: int) -> Result:
     """The peer: consume() batches, store each batch's offsets after handling (alo settings)."""
-    profile = ConsumerProfile(
-        guarantee="at_least_once", bootstrap_servers=bootstrap, group_id=_group()
-    )
-    c = RawConsumer(profile.render())
+    c = RawConsumer(_raw_profile_config(bootstrap))
     c.subscribe([name])
     seen, first = 0, 0.0
     while seen < n:
@@ -53,22 +70,57 @@ def raw_confluent(bootstrap: str, name: str, n: int, size: int) -> Result:
     return Result(GROUP, "raw confluent-kafka (alo settings)", size, seen, seconds)
 
 
+def raw_handler_loop(bootstrap: str, name: str, n: int, size: int) -> Result:
+    """The peer doing the SDK's work, as a competent user writes it by hand.
+
+    Poll batches, call the same handler per record, store the batch's offsets after it.
+    """
+    c = RawConsumer(_raw_profile_config(bootstrap))
+    c.subscribe([name])
+    seen, first = 0, 0.0
+    while seen < n:
+        msgs = c.consume(500, 1.0)
+        if not msgs:
+            continue
+        if not first:
+            first = time.perf_counter()
+        last: dict[tuple[str, int], int] = {}
+        for m in msgs:
+            if m.error() is None:
+                handler(m)
+                seen += 1
+                last[(m.topic(), m.partition())] = m.offset()
+        c.store_offsets(offsets=[TopicPartition(t, p, o + 1) for (t, p), o in last.items()])
+    c.commit(asynchronous=False)
+    seconds = time.perf_counter() - first
+    c.close()
+    return Result(GROUP, "raw confluent-kafka handler loop (alo settings)", size, seen, seconds)
+
+
 def sdk_consumer(
     bootstrap: str, name: str, n: int, size: int, guarantee: str, batch: bool
 ) -> Result:
     """The SDK Consumer: ``run(handler)`` or ``run_batch(handler)`` until N records."""
-    profile = ConsumerProfile(guarantee=guarantee, bootstrap_servers=bootstrap, group_id=_group())
+    profile = ConsumerProfile(
+        guarantee=guarantee,
+        bootstrap_servers=bootstrap,
+        group_id=_group(),
+        **_harness.sdk_consumer_fields(),
+    )
     first = 0.0
 
     def one(record: Any) -> None:
         nonlocal first
         if not first:
             first = time.perf_counter()
+        handler(record)
 
     def many(records: list[Any]) -> None:
         nonlocal first
         if not first:
             first = time.perf_counter()
+        for record in records:
+            handler(record)
 
     with Consumer(profile, [name]) as consumer:
         if batch:

@@ -37,6 +37,23 @@ class Result:
         return self.records / self.seconds if self.seconds > 0 else 0.0
 
 
+FETCH_BACKOFF_MS: int | None = None
+"""``--fetch-backoff-ms``: fetch.queue.backoff.ms for every consumer, SDK and peers alike (None:
+each keeps its own default: the SDK profile's, librdkafka's for the peers)."""
+
+
+def raw_consumer_config(config: dict[str, Any]) -> dict[str, Any]:
+    """A peer's consumer config with ``FETCH_BACKOFF_MS`` applied (if set)."""
+    if FETCH_BACKOFF_MS is None:
+        return config
+    return {**config, "fetch.queue.backoff.ms": FETCH_BACKOFF_MS}
+
+
+def sdk_consumer_fields() -> dict[str, Any]:
+    """ConsumerProfile fields with ``FETCH_BACKOFF_MS`` applied (if set)."""
+    return {} if FETCH_BACKOFF_MS is None else {"fetch_queue_backoff_ms": FETCH_BACKOFF_MS}
+
+
 def progress(text: str) -> None:
     """Print a progress line at once (long runs must show they are alive)."""
     print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)

@@ -20,6 +20,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer
 
+from benchmarks import _harness
 from benchmarks._harness import Result, progress, topic
 from sdk.processor import OutputRecord, Processor
 from sdk.profiles import ProcessingProfile
@@ -39,7 +40,12 @@ def processor(bootstrap: str, source: str, n: int, size: int, guarantee: str) ->
         producer["transactional_id_prefix"] = f"{group}-"
     profile = ProcessingProfile(
         guarantee=guarantee,
-        consumer={"guarantee": guarantee, "bootstrap_servers": bootstrap, "group_id": group},
+        consumer={
+            "guarantee": guarantee,
+            "bootstrap_servers": bootstrap,
+            "group_id": group,
+            **_harness.sdk_consumer_fields(),
+        },
         producer=producer,
         commit_interval_ms=100,
     )
@@ -69,19 +75,32 @@ def processor(bootstrap: str, source: str, n: int, size: int, guarantee: str) ->
     )
 
 
-def hand_written(bootstrap: str, source: str, n: int, size: int) -> Result:
-    """The optimal plain confluent-kafka exactly-once loop (batch consume, 100 ms txns)."""
+def hand_written(
+    bootstrap: str, source: str, n: int, size: int, *, with_handler: bool = False
+) -> Result:
+    """The optimal plain confluent-kafka exactly-once loop (batch consume, 100 ms txns).
+
+    ``with_handler``: each record goes through a per-record handler returning what to
+    produce, as the Processor's handler does (the issue's comparison: same commit interval,
+    same per-record handler); without it the loop produces each record directly.
+    """
     out = topic(bootstrap)
     group = f"bench-{uuid.uuid4().hex[:8]}"
     consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-        }
+        _harness.raw_consumer_config(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+            }
+        )
     )
+
+    def handle(m: Any) -> list[tuple[str, bytes | None, bytes | None]]:
+        return [(out, m.value(), m.key())]
+
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
@@ -103,7 +122,11 @@ def hand_written(bootstrap: str, source: str, n: int, size: int) -> Result:
             if not began:
                 producer.begin_transaction()
                 began = time.perf_counter()
-            producer.produce(out, m.value(), m.key())
+            if with_handler:
+                for topic_, value, key in handle(m):
+                    producer.produce(topic_, value, key)
+            else:
+                producer.produce(out, m.value(), m.key())
             seen += 1
         if began and (time.perf_counter() - began >= 0.1 or seen >= n):
             producer.send_offsets_to_transaction(
@@ -116,7 +139,7 @@ def hand_written(bootstrap: str, source: str, n: int, size: int) -> Result:
     consumer.close()
     return Result(
         GROUP,
-        "hand-written confluent-kafka EOS loop",
+        "hand-written confluent-kafka EOS loop" + (" (handler)" if with_handler else ""),
         size,
         seen,
         seconds,

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import _consumers, _producers, _rpw
+from benchmarks import _consumers, _harness, _producers, _rpw
 from benchmarks._harness import Result, broker, fill, median_results, payloads, progress, topic
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -29,7 +29,7 @@ BEGIN, END = "<!-- GENERATED:BEGIN -->", "<!-- GENERATED:END -->"
 
 # (group, ours, peer, target ratio or None)
 TARGETS: list[tuple[str, str, str, float | None]] = [
-    ("producer", "SDK at_least_once", "raw confluent-kafka (alo settings)", 0.95),
+    ("producer", "SDK at_least_once", "raw confluent-kafka (alo settings)", 0.9),
     ("producer", "SDK at_least_once send_many", "raw confluent-kafka (alo settings)", 0.95),
     ("producer", "SDK at_least_once send_batch", "raw confluent-kafka (alo settings)", 0.95),
     ("producer", "SDK at_least_once send_batch", "kafka-python", 10.0),
@@ -37,11 +37,18 @@ TARGETS: list[tuple[str, str, str, float | None]] = [
     ("producer", "SDK at_most_once", "raw confluent-kafka (alo settings)", None),
     ("producer", "SDK exactly_once (one transaction)", "raw confluent-kafka (alo settings)", None),
     ("producer", "SDK at_least_once", "kafka-producer-perf-test (Java)", None),
-    ("consumer", "SDK at_least_once run", "raw confluent-kafka (alo settings)", None),
+    ("consumer", "SDK at_least_once run", "raw confluent-kafka handler loop (alo settings)", 0.9),
+    ("consumer", "SDK at_least_once run", "raw confluent-kafka (alo settings)", 0.5),
     ("consumer", "SDK at_least_once run_batch", "raw confluent-kafka (alo settings)", None),
     ("consumer", "SDK at_least_once run", "kafka-python", None),
     ("consumer", "SDK at_least_once run", "kafka-consumer-perf-test (Java)", None),
-    ("read-process-write", "SDK Processor exactly_once", "SDK Processor at_least_once", 0.9),
+    ("read-process-write", "SDK Processor exactly_once", "SDK Processor at_least_once", 0.95),
+    (
+        "read-process-write",
+        "SDK Processor exactly_once",
+        "hand-written confluent-kafka EOS loop (handler)",
+        0.9,
+    ),
     (
         "read-process-write",
         "SDK Processor exactly_once",
@@ -79,6 +86,7 @@ def _cases(args: argparse.Namespace, bs: str, size: int) -> list[tuple[str, Call
         fill(bs, filled, data)
         cases += [
             ("raw consumer", lambda: _consumers.raw_confluent(bs, filled, n, size)),
+            ("raw handler loop", lambda: _consumers.raw_handler_loop(bs, filled, n, size)),
             (
                 "SDK alo run",
                 lambda: _consumers.sdk_consumer(bs, filled, n, size, "at_least_once", False),
@@ -102,10 +110,64 @@ def _cases(args: argparse.Namespace, bs: str, size: int) -> list[tuple[str, Call
             ("Processor alo", lambda: _rpw.processor(bs, source, rpw_n, size, "at_least_once")),
             ("Processor amo", lambda: _rpw.processor(bs, source, rpw_n, size, "at_most_once")),
             ("hand-written eos", lambda: _rpw.hand_written(bs, source, rpw_n, size)),
+            (
+                "hand-written eos (handler)",
+                lambda: _rpw.hand_written(bs, source, rpw_n, size, with_handler=True),
+            ),
         ]
         if not args.no_quix:
             cases.append(("Quix eos", lambda: _rpw.quix(bs, source, rpw_n, size)))
     return cases
+
+
+MEMORY_TARGET = 1.2
+"""Peak RSS of SDK ``send()`` over the raw loop, producing ``--memory-records`` records."""
+
+
+def _memory(bs: str, n: int, size: int, runs: int) -> dict[str, list[float]]:
+    """Peak RSS (MB) of the raw and the SDK producer, each run in its own process."""
+    import json
+    import subprocess
+    import sys
+
+    peaks: dict[str, list[float]] = {"raw": [], "sdk": []}
+    for run in range(runs):
+        for mode in ("raw", "sdk") if run % 2 == 0 else ("sdk", "raw"):
+            progress(f"memory run {run + 1}/{runs}: {mode} producing {n:,} x {size} B ...")
+            args = [mode, bs, topic(bs), str(n), str(size)]
+            out = subprocess.run(
+                [sys.executable, "-m", "benchmarks._memory", *args],
+                cwd=DOCS.parent,
+                capture_output=True,
+                text=True,
+                timeout=900,
+                check=True,
+            ).stdout
+            data = json.loads(out.strip().splitlines()[-1])
+            peaks[mode].append(data["maxrss_kb"] / 1024)
+            progress(f"    {mode}: peak RSS {data['maxrss_kb'] / 1024:,.0f} MB")
+    return peaks
+
+
+def _memory_markdown(peaks: dict[str, list[float]], n: int, size: int) -> list[str]:
+    import statistics
+
+    raw, sdk = statistics.median(peaks["raw"]), statistics.median(peaks["sdk"])
+    ratio = sdk / raw
+    met = "yes" if ratio <= MEMORY_TARGET else "**no**"
+    return [
+        "",
+        f"Peak RSS while producing {n:,} records of {size} B (each case in its own process):",
+        "",
+        "| case | peak RSS MB (median) | runs | ratio | target | met |",
+        "| --- | ---: | --- | ---: | ---: | --- |",
+        f"| raw confluent-kafka (alo settings, on_delivery per record) | {raw:,.0f} | "
+        + ", ".join(f"{x:,.0f}" for x in peaks["raw"])
+        + " | | | |",
+        f"| SDK at_least_once send() | {sdk:,.0f} | "
+        + ", ".join(f"{x:,.0f}" for x in peaks["sdk"])
+        + f" | {ratio:.2f}x | ≤ {MEMORY_TARGET:g}x | {met} |",
+    ]
 
 
 def _ratios(rows: list[Result]) -> list[tuple[str, str, str, int, float, float | None]]:
@@ -194,14 +256,22 @@ def main() -> None:
     parser.add_argument("--rpw-records", type=int, default=200_000)
     parser.add_argument("--sizes", default="100,1024")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--only", default="producer,consumer,rpw")
+    parser.add_argument("--only", default="producer,consumer,rpw,memory")
+    parser.add_argument("--memory-records", type=int, default=1_000_000)
     parser.add_argument("--bootstrap", help="use this cluster instead of an embedded one")
     parser.add_argument("--no-quix", action="store_true", help="skip Quix Streams")
     parser.add_argument("--no-docs", action="store_true", help="print only; do not write docs/")
     parser.add_argument("--quick", action="store_true", help="100,000 records, 1 run")
+    parser.add_argument(
+        "--fetch-backoff-ms",
+        type=int,
+        help="fetch.queue.backoff.ms for every consumer, SDK and peers (default: each its own)",
+    )
     args = parser.parse_args()
+    _harness.FETCH_BACKOFF_MS = args.fetch_backoff_ms
     if args.quick:
         args.records, args.rpw_records, args.runs = 100_000, 50_000, 1
+        args.memory_records = 100_000
     args.only = set(args.only.split(","))
     results: list[Result] = []
     with broker(args.bootstrap) as bs:
@@ -216,9 +286,14 @@ def main() -> None:
                         continue
                     results.append(result)
                     progress(f"    {result.case}: {result.rate:,.0f} records/s")
+        peaks = None
+        if "memory" in args.only:
+            peaks = _memory(bs, args.memory_records, 100, args.runs)
     rows = median_results(results)
     ratios = _ratios(rows)
     markdown = _markdown(rows, ratios, args)
+    if peaks is not None:
+        markdown += "\n" + "\n".join(_memory_markdown(peaks, args.memory_records, 100))
     print(markdown)
     if not args.no_docs:
         _write_docs(markdown)

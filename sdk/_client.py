@@ -207,17 +207,6 @@ def timeout_error(reason: str) -> Any:
     return KafkaError(KafkaError._TIMED_OUT, reason)
 
 
-def translate(exc: BaseException, context: str, *, commit: bool = False) -> KafkaClientError | None:
-    """The SDK error for a ``KafkaException`` a hot loop caught itself (None: not one).
-
-    For loops where a ``with translating()`` per call costs too much: they catch the call's
-    exception and hand it here, so classification still happens at this one seam.
-    """
-    if not isinstance(exc, KafkaException):
-        return None
-    return from_kafka_error(kafka_error(exc), context=context, commit=commit)
-
-
 @contextmanager
 def translating(
     context: str,

@@ -7,7 +7,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, TopicPartition
 
-from sdk._client import ConsumerClient, call_kafka, translate
+from sdk._client import ConsumerClient, call_kafka
 from sdk._membership import (
     HandledMarks,
     check_partitions,
@@ -17,7 +17,7 @@ from sdk._membership import (
 )
 from sdk.consumer._offsets import AckTracker
 from sdk.consumer._records import ConsumerStats
-from sdk.errors import KafkaClientError, SdkError, is_transient
+from sdk.errors import KafkaClientError, SdkError
 from sdk.observability import Telemetry
 from sdk.profiles import Guarantee
 
@@ -86,30 +86,6 @@ class OffsetKeeper:
         """
         if self._alo:
             self._store(client, next_offsets(messages))
-
-    def store_one(self, client: ConsumerClient, message: Any) -> None:
-        """Store ``offset + 1`` of one handled record (at_least_once; the hot path).
-
-        ``store_offsets(message=)`` needs no TopicPartition; an error takes :meth:`handled`,
-        which retries and translates it.
-
-        Raises:
-            KafkaClientError: Storing failed (other than for a partition no longer assigned).
-        """
-        if not self._alo:
-            return
-        try:
-            client.store_offsets(message=message)
-        except Exception as exc:
-            error = translate(exc, "store_offsets", commit=True)
-            if error is None:
-                raise
-            if is_transient(error.kafka_error):
-                self._store(client, next_offsets([message]))  # retried there
-            else:
-                self._refused(error)
-            return
-        self.stats.stored += 1
 
     def track(self, message: Any) -> None:
         """Remember a record handed out by the iterator (at_least_once)."""

@@ -7,6 +7,7 @@ short). :meth:`HandlingLoop._handle_plain` is the hot path without telemetry (is
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,8 @@ from sdk.profiles import ConsumerProfile, Guarantee
 __all__ = ["HandlingLoop"]
 
 _ALO = Guarantee.AT_LEAST_ONCE
+STORE_EVERY_S = 0.001
+"""at_least_once, hot loop: the handled prefix is stored at least this often (handler time)."""
 
 
 class HandlingLoop:
@@ -67,13 +70,20 @@ class HandlingLoop:
         """The hot loop without telemetry (issue #16).
 
         The same steps as the traced loop, without the per-record costs: the handler's first
-        attempt inline (the failure policy takes over only when it raises), the offset stored
-        with one ``store_offsets(message=)`` call right after its record was handled (so the
-        commit timer sees every step, as in the traced loop), counters added per batch.
+        attempt inline (the failure policy takes over only when it raises) and counters added
+        per batch. at_least_once stores the handled prefix of the batch whenever
+        :data:`STORE_EVERY_S` passed since the last store (so after every record of a handler
+        slower than that), and at the end of the batch, also after a stop or an error: an
+        offset is still stored only after its record was handled, and the commit timer sees
+        progress within a millisecond of handler time. (Storing after every record cost
+        ~1.2 us per record, as much as the rest of the loop.)
         """
         failure, offsets, client = self._failure, self._offsets, self._client
         raw, alo, stop = failure.decoder.raw, self.guarantee is _ALO, self._stop
-        done = handled = 0
+        store = alo and client is not None
+        monotonic = time.monotonic
+        last_store = monotonic()
+        done = handled = stored = 0
         try:
             for message in messages:
                 if alo and stop.is_set():
@@ -84,8 +94,6 @@ class HandlingLoop:
                     decoded = failure.decode(message)
                     if decoded is None:  # a poison pill, dead-lettered
                         done += 1
-                        if client is not None:
-                            offsets.store_one(client, message)
                         continue
                     record = decoded
                 try:
@@ -94,11 +102,16 @@ class HandlingLoop:
                 except Exception as first:
                     failure.handle_failed(handler, record, [message], first)
                 done += 1
-                if client is not None:
-                    offsets.store_one(client, message)
+                if store:
+                    now = monotonic()
+                    if now - last_store >= STORE_EVERY_S:
+                        offsets.handled(client, messages[stored:done])  # type: ignore[arg-type]
+                        stored, last_store = done, now
         finally:
             failure.stats.handled += handled
             self._in_flight -= done
+            if store and done > stored:
+                offsets.handled(client, messages[stored:done])  # type: ignore[arg-type]
 
     def _handle_batch(
         self, handler: Callable[[list[ConsumerRecord]], Any], messages: list[Any]

@@ -36,6 +36,8 @@ UNSAFE_DEFAULTS: dict[str, tuple[str, ExtraValue, str]] = {
 }
 
 _PLACEHOLDER_ID = "<transactional.id>"
+_EXPLAINED = ("partitioner", "fetch.queue.backoff.ms")
+"""Non-critical keys whose value the profile chose for a reason worth printing."""
 
 
 def _mask(key: str, value: ExtraValue) -> str:
@@ -64,7 +66,7 @@ def _lines(
         else:
             origin = "profile"
         out.append(f"  {key:<{width}}= {value:<22} [{origin}]")
-        if key in reasons and (key in critical or key == "partitioner"):
+        if key in reasons and (key in critical or key in _EXPLAINED):
             out.append(f"  {'':<{width}}  why: {reasons[key]}")
     return out
 

@@ -55,6 +55,8 @@ DESCRIPTIONS: dict[str, str] = {
     "assignor": "a name from sdk.assignors with a native strategy (range, round_robin, "
     "cooperative_sticky); with group_protocol consumer (KIP-848) it selects the broker's "
     "group.remote.assignor (range, sticky/cooperative_sticky -> uniform)",
+    "fetch_queue_backoff_ms": "librdkafka fetch.queue.backoff.ms: how long fetching pauses "
+    "when the local queue is full (librdkafka default 1000; see profile explain)",
     "batch_size": "records taken per poll (the unit of at_most_once's commit-before-handling)",
     "failure": "what happens when the handler fails (see FailurePolicy)",
     "consumer": "the ConsumerProfile of the input side (same guarantee)",
