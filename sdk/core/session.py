@@ -192,13 +192,13 @@ class TransactionSession:
         """
         self.producer._enqueue_output(out, self.span)
 
-    def produce_all(self, outputs: list[OutputRecord]) -> None:
-        """Queue one handler's outputs on the hot path; call :meth:`serve` once per batch.
+    def emitter(self) -> Callable[[OutputRecord], None]:
+        """A function queuing one output on the hot path (call :meth:`serve` once per batch).
 
-        Raises:
-            KafkaClientError: As :meth:`produce`.
+        Valid until the client is replaced: ask again after :meth:`begin` or a recovery. It
+        raises KafkaClientError as :meth:`produce` does; outputs are not counted on the span.
         """
-        self.producer._emit_outputs(outputs, self.span)
+        return self.producer._output_emitter()
 
     def serve(self) -> None:
         """Serve delivery reports and client events (once per polled batch).

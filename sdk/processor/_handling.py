@@ -100,6 +100,7 @@ class HandlingLoop:
                     self._recover(exc)
                     return
             span, start, due_at = txn.span, i, self._last_commit + interval_s
+            emit, produced = txn.emitter(), 0
             try:
                 while i < n:
                     msg = records[i]
@@ -109,9 +110,9 @@ class HandlingLoop:
                             outputs = list(outputs or ())
                     except Exception as first:
                         outputs = self._retry_or_fail(handler, msg, first)
-                    if outputs:
-                        txn.produce_all(outputs)
-                        stats.records_out += len(outputs)
+                    for out in outputs:
+                        emit(out)
+                        produced += 1
                     positions[(msg.topic(), msg.partition())] = msg.offset() + 1
                     i += 1
                     self._pending += 1
@@ -126,8 +127,10 @@ class HandlingLoop:
                 return
             finally:
                 stats.records_in += i - start
+                stats.records_out += produced
                 if span is not None:
                     span.add_input(i - start)
+                    span.add(produced)
             if i < n and not self._commit_or_recover():
                 return
 

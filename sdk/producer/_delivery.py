@@ -86,7 +86,7 @@ class DeliveryLedger:
             traced = record._replace(headers=tel.inject(record.headers))
             handle._t0 = time.perf_counter()
             try:
-                self._produce(client, traced, handle._deliver)
+                self._produce(client, traced, handle)
             except SdkError as exc:
                 exc.record = record  # type: ignore[attr-defined]  # the caller's own record
                 raise
@@ -195,3 +195,5 @@ class TimedHandle(DeliveryHandle):
             self._owner._delivered(self)
         else:
             self._owner._failed(self, err)
+
+    __call__ = _deliver  # the subclass's own callback (DeliveryHandle.__call__ is the base one)

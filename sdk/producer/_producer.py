@@ -289,13 +289,13 @@ class Producer(DeliveryLedger, TransactionMethods):
             # runs inlined in _enqueue_each: keep the two in step)
             try:
                 if partition is None:
-                    client.produce(record.topic, value, key, on_delivery=handle._deliver)
+                    client.produce(record.topic, value, key, on_delivery=handle)
                 else:
-                    client.produce(record.topic, value, key, partition, on_delivery=handle._deliver)
+                    client.produce(record.topic, value, key, partition, on_delivery=handle)
                 return handle
             except Exception:  # full queue, refusal: the general path retries / translates
                 pass
-        self._produce(client, record, handle._deliver)
+        self._produce(client, record, handle)
         return handle
 
     def send_and_wait(
@@ -400,7 +400,7 @@ class Producer(DeliveryLedger, TransactionMethods):
                     if append is not None:
                         handle = DeliveryHandle(record, self)
                         append(handle)
-                        callback = handle._deliver
+                        callback = handle
                     topic, value, key, headers, partition, timestamp_ms = record
                     # send()'s fast-path test, inlined (a helper would add a call per record)
                     if (

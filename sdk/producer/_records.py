@@ -43,7 +43,7 @@ class DeliveryHandle:
 
     ``result()`` serves the producer's delivery callbacks while it waits, so it also works in a
     single-threaded program. A handle is cheap (no lock, no metadata object until asked): the
-    producer's delivery callback is the handle's own bound method.
+    handle itself is the producer's delivery callback.
 
     Attributes:
         record: The record as the caller gave it (before serialization).
@@ -72,6 +72,9 @@ class DeliveryHandle:
                 owner.delivered += 1
         else:
             self._owner._failed(self, err)  # sets _state to the translated error
+
+    # the handle is its own delivery callback: no bound-method object per in-flight record
+    __call__ = _deliver
 
     def done(self) -> bool:
         """True once the broker acknowledged or the record failed."""

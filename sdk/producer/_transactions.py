@@ -188,38 +188,37 @@ class TransactionMethods:
         with translating(f"send to {out.topic!r}", abortable=True):
             client.poll(0)
 
-    def _emit_outputs(self, outputs: list[OutputRecord], span: TransactionSpan | None) -> None:
-        """Queue a handler's outputs: the Processor's hot path (no per-record poll or span).
+    def _output_emitter(self) -> Callable[[OutputRecord], None]:
+        """A function that queues one handler output: the Processor's hot path.
 
         An output with nothing to do (bytes or str, no headers, no partition, librdkafka
         places it, topic seen before) goes straight to ``client.produce``; any other output,
         and any refusal or full queue, takes :meth:`_enqueue_output` (the general path, which
-        translates the error). Delivery reports are served by :meth:`_serve`, once per batch.
-
-        Raises:
-            KafkaClientError: See :meth:`_enqueue_output`.
+        translates the error). No poll and no span per output: the caller serves delivery
+        reports with :meth:`_serve` once per batch and counts outputs on the transaction span.
+        Valid until the client is replaced (ask again after a recovery).
         """
+        enqueue = self._enqueue_output
         if self._observed or not self._fast:
-            for out in outputs:
-                self._enqueue_output(out, span)
-            return
+            return lambda out: enqueue(out, None)
         client = self._client if self._state is Lifecycle.OPEN else self._ensure_client()
         produce, known, callback = client.produce, self._known_topics, self._on_batch_delivery
-        for out in outputs:
-            value, key, topic = out.value, out.key, out.topic
-            if type(value) is str:
-                value = value.encode()
-            if type(key) is str:
-                key = key.encode()
-            if out.headers is None and out.partition is None and topic in known:
+
+        def emit(out: OutputRecord) -> None:
+            topic, value, key, headers, partition = out
+            if headers is None and partition is None and topic in known:
+                if type(value) is str:
+                    value = value.encode()
+                if type(key) is str:
+                    key = key.encode()
                 try:
                     produce(topic, value, key, on_delivery=callback)
+                    return
                 except Exception:  # full queue, refusal: the general path waits / translates
-                    self._enqueue_output(out, None)
-            else:
-                self._enqueue_output(out, None)
-        if span is not None:
-            span.add(len(outputs))
+                    pass
+            enqueue(out, None)
+
+        return emit
 
     def _serve(self, context: str) -> None:
         """Serve delivery reports and client events (``poll(0)``) through the error seam.

@@ -293,7 +293,7 @@ def test_safeguards_are_counted_and_logged_as_warnings(
         tel.safeguard("unowned_batch", "commit: group session lost")
         tel.safeguard("stalled_call", "send_offsets_to_transaction did not return")
         tel.safeguard("unowned_batch")
-    with pytest.raises(ConfigurationError, match="unowned_batch, stalled_call"):
+    with pytest.raises(ConfigurationError, match="unowned_batch, redelivered, stalled_call"):
         tel.safeguard("other")  # type: ignore[arg-type]
     assert (
         otel.total("kafka_semantics.safeguards", {"kafka_semantics.safeguard": "unowned_batch"})
