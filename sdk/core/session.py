@@ -195,10 +195,11 @@ class TransactionSession:
     def emitter(self) -> Callable[[OutputRecord], None]:
         """A function queuing one output on the hot path (call :meth:`serve` once per batch).
 
-        Valid until the client is replaced: ask again after :meth:`begin` or a recovery. It
-        raises KafkaClientError as :meth:`produce` does; outputs are not counted on the span.
+        Valid until the client or the transaction changes: ask again after :meth:`begin` or a
+        recovery. It raises KafkaClientError and counts each output on the transaction span,
+        as :meth:`produce` does.
         """
-        return self.producer._output_emitter()
+        return self.producer._output_emitter(self.span)
 
     def serve(self) -> None:
         """Serve delivery reports and client events (once per polled batch).

@@ -7,7 +7,6 @@ tracing (issue #16): the handler's first attempt inline, no per-record span or p
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
@@ -44,7 +43,6 @@ class HandlingLoop:
     _positions: dict[tuple[str, int], int]
     _pending: int
     _last_commit: float
-    _stop: threading.Event
     _due: Callable[[], bool]
     _commit_or_recover: Callable[[], bool]
     _recover: Callable[[KafkaClientError], None]
@@ -104,12 +102,13 @@ class HandlingLoop:
             try:
                 while i < n:
                     msg = records[i]
+                    record = ConsumerRecord(msg.key(), msg.value(), msg)
                     try:
-                        outputs = handler(ConsumerRecord(msg.key(), msg.value(), msg))
+                        outputs = handler(record)
                         if type(outputs) is not list:
                             outputs = list(outputs or ())
                     except Exception as first:
-                        outputs = self._retry_or_fail(handler, msg, first)
+                        outputs = self._retry_or_fail(handler, record, first)
                     for out in outputs:
                         emit(out)
                         produced += 1
@@ -130,17 +129,17 @@ class HandlingLoop:
                 stats.records_out += produced
                 if span is not None:
                     span.add_input(i - start)
-                    span.add(produced)
             if i < n and not self._commit_or_recover():
                 return
 
-    def _retry_or_fail(self, handler: Handler, msg: Any, first: Exception) -> list[OutputRecord]:
+    def _retry_or_fail(
+        self, handler: Handler, record: ConsumerRecord, first: Exception
+    ) -> list[OutputRecord]:
         """The failure policy after a first attempt failed: retries, then DLQ or stop."""
-        record = ConsumerRecord(msg.key(), msg.value(), msg)
         try:
             return self._runner.retry(handler, record, first)
         except HandlerError as exc:
-            return self._handler_failed(exc, [msg])
+            return self._handler_failed(exc, [record.raw])
 
     def _handler_failed(self, exc: HandlerError, msgs: list[Any]) -> list[OutputRecord]:
         """Every attempt failed: the dead-letter outputs, or stop (commit/abort, then raise).

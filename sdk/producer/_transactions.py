@@ -188,19 +188,21 @@ class TransactionMethods:
         with translating(f"send to {out.topic!r}", abortable=True):
             client.poll(0)
 
-    def _output_emitter(self) -> Callable[[OutputRecord], None]:
+    def _output_emitter(self, span: TransactionSpan | None) -> Callable[[OutputRecord], None]:
         """A function that queues one handler output: the Processor's hot path.
 
         An output with nothing to do (bytes or str, no headers, no partition, librdkafka
         places it, topic seen before) goes straight to ``client.produce``; any other output,
         and any refusal or full queue, takes :meth:`_enqueue_output` (the general path, which
-        translates the error). No poll and no span per output: the caller serves delivery
-        reports with :meth:`_serve` once per batch and counts outputs on the transaction span.
-        Valid until the client is replaced (ask again after a recovery).
+        translates the error). Every path counts the output once on ``span``, as
+        :meth:`_enqueue_output` does (observed: through the session's span in
+        ``_send_observed``). No poll per output: the caller serves delivery reports with
+        :meth:`_serve` once per batch. Valid until the client is replaced (ask again after a
+        recovery).
         """
         enqueue = self._enqueue_output
         if self._observed or not self._fast:
-            return lambda out: enqueue(out, None)
+            return lambda out: enqueue(out, span)
         client = self._client if self._state is Lifecycle.OPEN else self._ensure_client()
         produce, known, callback = client.produce, self._known_topics, self._on_batch_delivery
 
@@ -213,10 +215,13 @@ class TransactionMethods:
                     key = key.encode()
                 try:
                     produce(topic, value, key, on_delivery=callback)
-                    return
                 except Exception:  # full queue, refusal: the general path waits / translates
                     pass
-            enqueue(out, None)
+                else:
+                    if span is not None:
+                        span.add()
+                    return
+            enqueue(out, span)
 
         return emit
 

@@ -329,3 +329,40 @@ def test_at_most_once_never_hands_out_a_record_delivered_again() -> None:
     proc._step()  # 0-3 again: nothing handled, nothing committed
     assert len(consumer.commits) == 3 and proc.stats.redelivered == 6
     assert proc.stats.records_in == 10
+
+
+@pytest.mark.parametrize("metrics", [False, True], ids=["plain", "metrics-only"])
+def test_each_output_is_counted_once_on_its_transaction(
+    metrics: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hot loop's emitter counts outputs on the transaction span on every path: straight
+    to librdkafka, and through the observed send when only metrics are on (tracing off)."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from sdk.observability import Telemetry, TransactionSpan
+
+    ended: list[tuple[int, int]] = []
+    end = TransactionSpan.end
+
+    def record_end(self: TransactionSpan, *args: Any, **kwargs: Any) -> None:
+        ended.append((self.records, self.input_records))
+        end(self, *args, **kwargs)
+
+    monkeypatch.setattr(TransactionSpan, "end", record_end)
+    FakeProducer.instances = []
+    consumer = input_consumer(records(10))
+    tel = Telemetry(meter_provider=MeterProvider(metric_readers=[InMemoryMetricReader()]))
+    proc = Processor(
+        profile(),
+        ["in"],
+        lambda r: [OutputRecord("out", r.value, r.key)],
+        instance_id="i1",
+        producer_factory=lambda c: FakeProducer(c),
+        consumer_factory=lambda c: consumer,
+        telemetry=tel if metrics else False,
+    )
+    assert proc._tel.tracing_enabled() is False  # the hot loop runs
+    drive(proc)
+    assert proc._producer._observed is metrics  # metrics only: the observed send path
+    assert ended == [(5, 5), (5, 5)]
