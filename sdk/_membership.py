@@ -141,10 +141,6 @@ class HandledMarks:
             if tp.offset > marks.get(key, -1):
                 marks[key] = tp.offset
 
-    def get(self, topic: str, partition: int) -> int | None:
-        """The mark of one partition (None: nothing committed before handling yet)."""
-        return self._marks.get((topic, partition))
-
 
 class CommitCounts(Protocol):
     """The counters the at-most-once commit updates (ConsumerStats, ProcessorStats)."""

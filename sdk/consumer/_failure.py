@@ -192,29 +192,21 @@ class FailurePath:
             self._fail(exc, [message], attempts=0, stage="deserialize")
             return None
 
-    def handle(self, handler: Callable[[Any], Any], arg: Any, messages: list[Any]) -> None:
+    def handle(
+        self,
+        handler: Callable[[Any], Any],
+        arg: Any,
+        messages: list[Any],
+        first: Exception | None = None,
+    ) -> None:
         """Run ``handler(arg)`` (a record or a batch) with retries; its result is ignored.
 
-        Raises:
-            HandlerError: Every attempt failed and ``on_failure="stop"``.
-            KafkaClientError: The dead-letter records were not acknowledged.
-        """
-
-        def call(value: Any) -> None:
-            handler(value)
-
-        try:
-            self._runner.run(call, arg)
-        except HandlerError as exc:
-            self.stats.handler_failures += len(messages)
-            self._fail(exc, messages, attempts=exc.attempts, stage="handler")
-            return
-        self.stats.handled += len(messages)
-
-    def handle_failed(
-        self, handler: Callable[[Any], Any], arg: Any, messages: list[Any], first: Exception
-    ) -> None:
-        """Like :meth:`handle` after the caller's own first attempt failed with ``first``.
+        Args:
+            handler: The user's handler.
+            arg: A record or a batch.
+            messages: The messages behind ``arg``.
+            first: The caller's own first attempt already failed with this (the hot loop):
+                go on with the retries.
 
         Raises:
             HandlerError: Every attempt failed and ``on_failure="stop"``.
@@ -225,7 +217,10 @@ class FailurePath:
             handler(value)
 
         try:
-            self._runner.retry(call, arg, first)
+            if first is None:
+                self._runner.run(call, arg)
+            else:
+                self._runner.retry(call, arg, first)
         except HandlerError as exc:
             self.stats.handler_failures += len(messages)
             self._fail(exc, messages, attempts=exc.attempts, stage="handler")

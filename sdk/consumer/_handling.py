@@ -100,7 +100,7 @@ class HandlingLoop:
                     handler(record)
                     handled += 1
                 except Exception as first:
-                    failure.handle_failed(handler, record, [message], first)
+                    failure.handle(handler, record, [message], first)
                 done += 1
                 if store:
                     now = monotonic()
