@@ -401,11 +401,12 @@ class Consumer(HandlingLoop):
 
         messages = call_kafka(lambda: client.consume(limit, self._poll_timeout), context="consume")
         self._health.raise_fatal()
-        out = []
+        out = [message for message in messages if message.error() is None]
+        if len(out) == len(messages):
+            return out  # the common case: no event in the batch
         for message in messages:
             err = message.error()
             if err is None:
-                out.append(message)
                 continue
             if err.code() == KafkaError._PARTITION_EOF:
                 continue

@@ -79,14 +79,14 @@ class HandlingLoop:
         ~1.2 us per record, as much as the rest of the loop.)
         """
         failure, offsets, client = self._failure, self._offsets, self._client
-        raw, alo, stop = failure.decoder.raw, self.guarantee is _ALO, self._stop
+        raw, alo, stopped = failure.decoder.raw, self.guarantee is _ALO, self._stop.is_set
         store = alo and client is not None
         monotonic = time.monotonic
         last_store = monotonic()
         done = handled = stored = 0
         try:
             for message in messages:
-                if alo and stop.is_set():
+                if alo and stopped():
                     return  # not stored: read again by the next run or the next owner
                 if raw:
                     record = ConsumerRecord(message.key(), message.value(), message)

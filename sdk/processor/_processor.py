@@ -259,13 +259,12 @@ class Processor(HandlingLoop):
     def _step(self) -> None:
         batch = self._consumer.consume(self.profile.consumer.batch_size, self._poll_timeout)
         self._raise_callback_error()
-        records = []
-        for msg in batch:
-            err = msg.error()
-            if err is None:
-                records.append(msg)
-            elif err.fatal():
-                raise from_kafka_error(err, context="consume")
+        records = [msg for msg in batch if msg.error() is None]
+        if len(records) < len(batch):  # events (EOF, transient errors): only fatal ones stop
+            for msg in batch:
+                err = msg.error()
+                if err is not None and err.fatal():
+                    raise from_kafka_error(err, context="consume")
         if records:
             if self.guarantee is Guarantee.AT_MOST_ONCE:
                 records = commit_before_handling(

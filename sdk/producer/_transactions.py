@@ -199,12 +199,20 @@ class TransactionMethods:
         ``_send_observed``). No poll per output: the caller serves delivery reports with
         :meth:`_serve` once per batch. Valid until the client is replaced (ask again after a
         recovery).
+
+        A transactional producer's fast path asks for no delivery report: a record that fails
+        makes librdkafka's transaction abortable, so commit step 3 fails and the recovery
+        aborts and rewinds, as it does when the flush names the failed record. The report
+        cost ~1.3 us per record (0.4 at ``produce``, 0.9 when served), as much as the rest of
+        the emitter; what is lost is the failed record in the error (librdkafka's abortable
+        error still names the cause).
         """
         enqueue = self._enqueue_output
         if self._observed or not self._fast:
             return lambda out: enqueue(out, span)
         client = self._client if self._state is Lifecycle.OPEN else self._ensure_client()
         produce, known, callback = client.produce, self._known_topics, self._on_batch_delivery
+        reports = not self._transactional
 
         def emit(out: OutputRecord) -> None:
             topic, value, key, headers, partition = out
@@ -214,7 +222,10 @@ class TransactionMethods:
                 if type(key) is str:
                     key = key.encode()
                 try:
-                    produce(topic, value, key, on_delivery=callback)
+                    if reports:
+                        produce(topic, value, key, on_delivery=callback)
+                    else:
+                        produce(topic, value, key)
                 except Exception:  # full queue, refusal: the general path waits / translates
                     pass
                 else:

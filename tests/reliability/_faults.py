@@ -291,17 +291,43 @@ def fenced_zombie(ctx: FaultContext) -> None:
     freeze.with_suffix(".held").unlink()
     new = ctx.start("a", keep_old=True)  # same instance id: its init_transactions fences old
     before = int(new.stats().get("commits", 0))
-    wait_for(
-        lambda: (ctx.more(), int(new.stats().get("commits", 0)) > before)[1],
-        120,
-        "the new a to commit",
-        every=0.5,
-    )
+    try:
+        wait_for(
+            lambda: (ctx.more(), int(new.stats().get("commits", 0)) > before)[1],
+            120,
+            "the new a to commit",
+            every=0.5,
+        )
+    except AssertionError:
+        _log_group_state(ctx)  # CI failed here 2 times in 6 (stop 21): say where it stood
+        raise
     old.send(signal.SIGCONT)  # the zombie wakes up inside a transaction of a fenced epoch
     wait_for(lambda: int(old.stats().get("fenced", 0)) >= 1, 60, "the zombie to see the fence")
     old.crash()  # as an orchestrator would once the zombie reports itself
     ctx.log("  a SIGSTOPped in a transaction, replaced by a new a (same id); the old one fenced")
     ctx.notes["fenced_zombie"] = "a replaced while stopped; the old a was fenced"
+
+
+def _log_group_state(ctx: FaultContext) -> None:
+    """Log the group as the coordinator sees it and every live processor's stats and stacks."""
+    admin = AdminClient({"bootstrap.servers": ctx.cluster.bootstrap_servers})
+    group = str(ctx.worker_args.get("group"))
+    try:
+        described = admin.describe_consumer_groups([group])[group].result(timeout=10)
+        members = [
+            f"{m.member_id} ({m.client_id}): "
+            + ", ".join(str(tp.partition) for tp in m.assignment.topic_partitions)
+            for m in described.members
+        ]
+        ctx.log(f"  group {group}: state {described.state}, members {members}")
+    except Exception as exc:  # a diagnostic must not hide the failure it explains
+        ctx.log(f"  group {group}: describe failed: {exc!r}")
+    for name, worker in [*ctx.workers.items(), *(("retired", w) for w in ctx.retired)]:
+        if worker.proc.poll() is not None:
+            continue
+        stats = {k: v for k, v in worker.stats().items() if k != "events"}
+        ctx.log(f"  {name} stats: {stats}; last events: {worker.stats().get('events', [])[-8:]}")
+        ctx.log(f"  {name} stacks:\n{worker.stacks()}")
 
 
 CLUSTER_STALL_S = 25.0

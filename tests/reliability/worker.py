@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import faulthandler
 import json
+import os
 import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import Consumer as ConfluentConsumer
 from confluent_kafka import Producer as KafkaProducer
 
 from sdk.processor import OutputRecord, Processor
@@ -128,6 +130,15 @@ def main() -> None:
             OutputRecord(topic=output, key=record.key, value=record.value, headers=record.headers)
         ]
 
+    debug = os.environ.get("RELIABILITY_KAFKA_DEBUG")  # librdkafka debug contexts, into the log
+
+    def consumer(config: dict[str, Any]) -> Any:
+        if debug:
+            config = {**config, "debug": debug}
+        if args.get("trace"):
+            return TracingConsumer(config, Path(args["trace"]))
+        return ConfluentConsumer(config)
+
     processor = Processor(
         build_profile(args),
         [args["input"]],
@@ -135,11 +146,7 @@ def main() -> None:
         instance_id=args["instance"],
         on_fenced="recreate",
         producer_factory=lambda config: GatedProducer(config, freeze, gate),
-        **(
-            {"consumer_factory": lambda config: TracingConsumer(config, Path(args["trace"]))}
-            if args.get("trace")
-            else {}
-        ),
+        consumer_factory=consumer,
     )
     run_dumping_stats(processor, Path(args["stats"]), keep_events=30)
 
