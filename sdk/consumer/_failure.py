@@ -11,7 +11,7 @@ from sdk.core.failure import HandlerRunner, dead_letter
 from sdk.errors import ConfigurationError, HandlerError, SdkError, SerializationError
 from sdk.observability import Telemetry
 from sdk.producer import Producer, ProducerRecord
-from sdk.profiles import ConsumerProfile, Guarantee, ProducerProfile
+from sdk.profiles import ConsumerProfile, Guarantee, ProducerProfile, QueueProfile
 from sdk.serialization import Deserializer, resolve_deserializer
 
 __all__ = ["DeadLetterSink", "FailurePath", "RecordDecoder"]
@@ -66,7 +66,8 @@ class DeadLetterSink:
     never weaken it (the profile refuses e.g. ``acks=1``).
 
     Args:
-        profile: The consumer profile (bootstrap servers, security, ``failure.dlq_topic``).
+        profile: The consumer or queue profile (bootstrap servers, security,
+            ``failure.dlq_topic``).
         producer_config: Extra librdkafka keys for the dead-letter producer.
         timeout_s: Seconds to wait for each dead-letter record's acknowledgement.
 
@@ -77,7 +78,7 @@ class DeadLetterSink:
 
     def __init__(
         self,
-        profile: ConsumerProfile,
+        profile: ConsumerProfile | QueueProfile,
         producer_config: Mapping[str, Any] | None = None,
         *,
         timeout_s: float = 30.0,

@@ -43,6 +43,10 @@ class HandlerRunner:
         self._retry_on = tuple(_resolve_type(n) for n in policy.retry_on)
         self._on_retry = on_retry
 
+    def retryable(self, exc: BaseException) -> bool:
+        """Whether the policy retries after ``exc`` (``retry_on``; ``attempts`` > 1)."""
+        return self.policy.attempts > 1 and isinstance(exc, self._retry_on)
+
     def run(self, fn: Callable[[Any], Any], arg: Any) -> list[OutputRecord]:
         """Call ``fn(arg)`` and materialize its outputs, retrying per the policy.
 

@@ -32,6 +32,7 @@ class ConsumerRecord:
         value: Deserialized value (None for a tombstone).
         headers: Header ``(name, value)`` pairs in broker order (empty tuple if none).
         timestamp_ms: Record timestamp in ms since the epoch, or None if the broker has none.
+        delivery_count: Deliveries by a share group (``sdk.queue``); None elsewhere.
         raw: The ``confluent_kafka.Message`` (raw key/value bytes, for DLQs and tracing).
     """
 
@@ -77,6 +78,15 @@ class ConsumerRecord:
         """Header pairs in broker order (empty tuple if none)."""
         raw: Sequence[tuple[str, bytes | None]] | None = self._raw.headers()
         return tuple(raw) if raw else ()
+
+    @property
+    def delivery_count(self) -> int | None:
+        """Deliveries of the record by a share group (1 the first time); None elsewhere.
+
+        A queue consumer's handler sees it grow with each redelivery.
+        """
+        count: int | None = self._raw.delivery_count()
+        return count
 
     @property
     def timestamp_ms(self) -> int | None:

@@ -21,12 +21,17 @@ __all__ = ["RECHECK_S", "MetricHooks", "RebalanceKind", "Safeguard", "attributes
 RebalanceKind = Literal["assigned", "revoked", "lost"]
 _KINDS: tuple[str, ...] = get_args(RebalanceKind)
 
-Safeguard = Literal["unowned_batch", "redelivered", "stalled_call"]
+Safeguard = Literal[
+    "unowned_batch", "redelivered", "stalled_call", "slow_handler", "ack_refused", "ack_failed"
+]
 """``unowned_batch``: an at_most_once batch was not handled because its pre-handling commit was
 refused or the group session was lost around it (sdk/_membership.py). ``redelivered``:
 at_most_once records that the client delivered again below the position already committed
 before handling were dropped (sdk/_membership.py). ``stalled_call``: a transactional call
-ignored its timeout and its producer was abandoned (librdkafka #5456)."""
+ignored its timeout and its producer was abandoned (librdkafka #5456). Queues (sdk.queue):
+``slow_handler``: a handler ran longer than the record's acquisition lock; ``ack_refused``: an
+at_most_once acknowledgement was refused, so the records were not handled; ``ack_failed``: the
+broker refused acknowledgements sent after handling (their records are delivered again)."""
 _SAFEGUARDS: tuple[str, ...] = get_args(Safeguard)
 RECHECK_S = 1.0  # how often the no-SDK path looks whether a global provider was installed
 _log = logging.getLogger("sdk.observability")

@@ -91,7 +91,7 @@ class Instruments:
             unit="{event}",
             description=(
                 "Times a guarantee's safeguard stepped in (unowned_batch, redelivered, "
-                "stalled_call)."
+                "stalled_call; queues: slow_handler, ack_refused, ack_failed)."
             ),
         )
         self.lag = meter.create_observable_gauge(

@@ -6,6 +6,7 @@ from sdk.profiles._failure import FailurePolicy
 from sdk.profiles._loading import ProfileSet, load_profiles
 from sdk.profiles._processing import ProcessingProfile
 from sdk.profiles._producer import ProducerProfile
+from sdk.profiles._queue import QueueProfile
 
 __all__ = [
     "ConsumerProfile",
@@ -14,6 +15,7 @@ __all__ = [
     "ProcessingProfile",
     "ProducerProfile",
     "ProfileSet",
+    "QueueProfile",
     "SecurityProfile",
     "load_profiles",
     "parse_guarantee",

@@ -10,6 +10,7 @@ from sdk.profiles._common import SECRET_KEYS, ExtraValue, Guarantee, parse_guara
 from sdk.profiles._consumer import CONSUMER_REASONS, ConsumerProfile
 from sdk.profiles._loading import ProfileSet
 from sdk.profiles._producer import PRODUCER_REASONS, ProducerProfile
+from sdk.profiles._queue import EXACTLY_ONCE_REFUSED, QUEUE_REASONS, QueueProfile
 
 __all__ = ["UNSAFE_DEFAULTS", "explain"]
 
@@ -164,4 +165,38 @@ def explain(
             "  note: exactly_once consumers commit offsets inside the producer's transaction: "
             "use sdk.processor.Processor, not Consumer.run()."
         )
+    lines.append("")
+    lines += _queue_lines(target, profiles, consumer)
     return "\n".join(lines)
+
+
+def _queue_lines(target: str, profiles: ProfileSet | None, consumer: ConsumerProfile) -> list[str]:
+    """The queue (share group, sdk.queue) side: client keys and the group's broker configs."""
+    if consumer.guarantee is Guarantee.EXACTLY_ONCE:
+        return ["queue (share group, sdk.queue): refused.", f"  {EXACTLY_ONCE_REFUSED}"]
+    if profiles is not None and target in profiles.names:
+        try:
+            queue = profiles.queue(target)
+        except ConfigurationError as exc:  # a consumer-group profile need not fit a queue
+            return [f"queue (share group, sdk.queue): not usable with this profile: {exc}"]
+    else:
+        queue = QueueProfile(
+            guarantee=consumer.guarantee,
+            bootstrap_servers=consumer.bootstrap_servers,
+            group_id=consumer.group_id,
+        )
+    out = _lines(
+        "queue (share group, sdk.queue)",
+        queue.render(),
+        queue.critical(),
+        queue.extras,
+        QUEUE_REASONS,
+    )
+    out.append("  group configs (set with the admin API at start, apply_group_config):")
+    for key, value in sorted(queue.group_config().items()):
+        out.append(f"    {key} = {value}")
+        if key in QUEUE_REASONS:
+            out.append(f"      why: {QUEUE_REASONS[key]}")
+    if queue.record_lock_duration_ms is None:
+        out.append("    share.record.lock.duration.ms: the broker's (30000 by default)")
+    return out

@@ -12,6 +12,10 @@ A profile file looks like::
         producer: {linger_ms: 10}  # side-specific keys
         consumer: {batch_size: 100}
         processing: {commit_interval_ms: 100}
+      jobs:
+        guarantee: at_least_once
+        group_id: jobs-workers
+        queue: {record_lock_duration_ms: 60000}   # a share group (sdk.queue)
       metrics: at_most_once        # shorthand: just the guarantee
 
 Environment: ``KSEM_PROFILE_FILE`` names a file; ``KSEM_BOOTSTRAP_SERVERS`` overrides
@@ -34,12 +38,13 @@ from sdk.profiles._common import Guarantee, parse_guarantee
 from sdk.profiles._consumer import ConsumerProfile
 from sdk.profiles._processing import ProcessingProfile
 from sdk.profiles._producer import ProducerProfile
+from sdk.profiles._queue import QueueProfile
 
 __all__ = ["ProfileSet", "load_profiles"]
 
 _M = TypeVar("_M", bound=ProfileModel)
 
-_SIDES = ("producer", "consumer", "processing")
+_SIDES = ("producer", "consumer", "processing", "queue")
 
 
 class _EnvProfiles(BaseSettings):
@@ -51,7 +56,9 @@ class _EnvProfiles(BaseSettings):
     profiles: dict[str, Any] = {}
 
 
-def _side(model: type[ProducerProfile | ConsumerProfile], raw: Mapping[str, Any]) -> dict[str, Any]:
+def _side(
+    model: type[ProducerProfile | ConsumerProfile | QueueProfile], raw: Mapping[str, Any]
+) -> dict[str, Any]:
     shared = {
         k: v
         for k, v in raw.items()
@@ -116,6 +123,7 @@ class ProfileSet:
             - set(ProducerProfile.model_fields)
             - set(ConsumerProfile.model_fields)
             - set(ProcessingProfile.model_fields)
+            - set(QueueProfile.model_fields)
             - set(_SIDES)
         )
         if unknown:
@@ -144,6 +152,17 @@ class ProfileSet:
         raw = self._entry(name)
         data = {**_side(ConsumerProfile, raw), **raw.get("consumer", {}), **overrides}
         return self._build(ConsumerProfile, data, name, "consumer")
+
+    def queue(self, name: str, **overrides: Any) -> QueueProfile:
+        """Build the queue (share group) profile of ``name`` (keyword overrides win).
+
+        Raises:
+            ConfigurationError: Unknown name, invalid settings, or an exactly_once profile
+                (a share group cannot be exactly-once; the message says why).
+        """
+        raw = self._entry(name)
+        data = {**_side(QueueProfile, raw), **raw.get("queue", {}), **overrides}
+        return self._build(QueueProfile, data, name, "queue")
 
     def processing(self, name: str, **overrides: Any) -> ProcessingProfile:
         """Build the processing profile of ``name``.

@@ -17,6 +17,7 @@ from sdk.profiles._consumer import ConsumerProfile
 from sdk.profiles._failure import FailurePolicy
 from sdk.profiles._processing import ProcessingProfile
 from sdk.profiles._producer import ProducerProfile
+from sdk.profiles._queue import QueueProfile
 
 __all__ = ["DESCRIPTIONS", "reference_markdown"]
 
@@ -46,8 +47,16 @@ DESCRIPTIONS: dict[str, str] = {
     "extras": "raw librdkafka keys merged *under* the critical ones; a key that contradicts "
     "the guarantee is an error",
     "group_id": "consumer group",
-    "auto_offset_reset": "where a group without a committed offset starts",
-    "isolation_level": "read_committed hides aborted transactions (required by exactly_once)",
+    "auto_offset_reset": "where a group without a committed offset starts (queue: the group "
+    "config share.auto.offset.reset)",
+    "isolation_level": "read_committed hides aborted transactions (required by exactly_once; "
+    "queue: the group config share.isolation.level)",
+    "record_lock_duration_ms": "queue: group config share.record.lock.duration.ms, how long a "
+    "member holds an acquired record before it is delivered again (None: broker default, 30 s)",
+    "delivery_count_limit": "queue: group config share.delivery.count.limit, deliveries after "
+    "which the broker archives a record (None: broker default, 5); at least failure.attempts",
+    "apply_group_config": "queue: set the share group's configs with the admin API at start",
+    "poll_timeout_ms": "queue: how long one poll waits for records",
     "auto_commit_interval_ms": "at_least_once: how often stored offsets are committed",
     "session_timeout_ms": "classic protocol: a member silent this long is removed",
     "max_poll_interval_ms": "a member that does not poll this long leaves the group",
@@ -87,7 +96,16 @@ _MODELS: list[tuple[type[BaseModel], str]] = [
     ),
     (ConsumerProfile, "consumer side (`profiles.<name>` or `profiles.<name>.consumer`)"),
     (ProcessingProfile, "read-process-write (`profiles.<name>.processing`)"),
-    (FailurePolicy, "`failure:` of a consumer profile"),
+    (
+        QueueProfile,
+        "queue (share group, `sdk.queue`) side (`profiles.<name>` or `profiles.<name>.queue`); "
+        "exactly_once is refused",
+    ),
+    (
+        FailurePolicy,
+        "`failure:` of a consumer or queue profile (on a queue a retry is a "
+        "redelivery: the backoff fields are not used at_least_once)",
+    ),
     (SecurityProfile, "`security:` of any profile"),
 ]
 

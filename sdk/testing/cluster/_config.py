@@ -93,6 +93,9 @@ def render_config(
         "unclean.leader.election.enable": "false",
         "share.coordinator.state.topic.replication.factor": replication,
         "share.coordinator.state.topic.min.isr": min_isr,
+        # share groups (sdk.queue): let tests use short record locks (broker floor: 15 s),
+        # so a killed worker's records come back within seconds
+        "group.share.min.record.lock.duration.ms": 1_000,
     }
     for name, protocol in extra_listeners.items():
         address = f",{name}://127.0.0.1:{node.extra_ports[name]}"

@@ -1,0 +1,534 @@
+"""The queue consumer: a share group (KIP-932) consumed with the SDK's guarantees.
+
+Each record a share group hands out is *acquired* by one member under a lock; the guarantee
+decides when the SDK acknowledges it (the state machine is drawn in docs/queues.md):
+
+* ``at_most_once``: every record of a poll is acknowledged ACCEPT and the acknowledgements are
+  committed (``commit_sync``) before any handler runs; records whose acknowledgement the broker
+  refused are not handled. The handler's failures are retried in process (the policy's
+  attempts and backoff), then dead-lettered or raised: the record is never delivered again.
+* ``at_least_once``: ACCEPT after the handler succeeded; after a retryable failure RELEASE,
+  so the broker delivers it again (maybe to another member; ``record.delivery_count`` grows)
+  until the policy's ``attempts`` deliveries; then REJECT, after the record was written to the
+  dead-letter topic when there is one. A dead-letter write that fails releases the record
+  instead of rejecting it, and the run raises. A crash before the acknowledgement leaves the
+  record to its lock's expiry: delivered again, never lost.
+
+Acknowledgements are sent with the next poll (and committed synchronously when a run ends).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Literal
+
+from confluent_kafka import AcknowledgeType, KafkaError, KafkaException, ShareConsumer
+
+from sdk._signals import sigterm_stops
+from sdk.consumer._failure import DeadLetterSink, RecordDecoder
+from sdk.core.failure import HandlerRunner
+from sdk.core.records import ConsumerRecord
+from sdk.errors import (
+    ClosedError,
+    ConfigurationError,
+    HandlerError,
+    KafkaClientError,
+    SdkError,
+    SerializationError,
+    from_kafka_error,
+)
+from sdk.observability import Telemetry
+from sdk.profiles import Guarantee, QueueProfile
+from sdk.queue._group import NO_SHARE_GROUPS_HINT, apply_group_config
+from sdk.queue._records import QueueStats
+from sdk.serialization import Deserializer
+
+__all__ = ["QueueConsumer"]
+
+_AMO = Guarantee.AT_MOST_ONCE
+_ACCEPT, _RELEASE, _REJECT = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT
+_NO_SUPPORT = (KafkaError.UNSUPPORTED_VERSION, KafkaError._UNSUPPORTED_FEATURE)
+_COMMIT_TIMEOUT_S = 30.0
+
+
+class QueueConsumer:
+    """Consume a queue (share group) with a handler per record or per poll.
+
+    Several processes (or threads, one consumer each) with the same ``group_id`` share the
+    records of the topics, whatever their partition count: each record goes to one of them.
+
+    Args:
+        profile: The queue profile (guarantee, group, failure policy, group configs).
+        topics: Topics to consume.
+        key_deserializer: Name (``bytes``, ``str``, ``json``, ...) or callable.
+        value_deserializer: Name or callable.
+        dead_letter_producer_config: Extra librdkafka keys for the dead-letter producer.
+        telemetry: OpenTelemetry hooks (default: the process-wide one; False: none).
+        consumer_factory: Makes the share consumer from a librdkafka dict (tests).
+
+    Raises:
+        ConfigurationError: No topics, an unknown deserializer or retry_on type, or a DLQ
+            producer config without a DLQ topic.
+    """
+
+    def __init__(
+        self,
+        profile: QueueProfile,
+        topics: Sequence[str],
+        *,
+        key_deserializer: str | Deserializer = "bytes",
+        value_deserializer: str | Deserializer = "bytes",
+        dead_letter_producer_config: Mapping[str, Any] | None = None,
+        telemetry: Telemetry | Literal[False] | None = None,
+        consumer_factory: Callable[[dict[str, Any]], Any] = ShareConsumer,
+    ) -> None:
+        if isinstance(topics, str) or not topics or not all(topics):
+            raise ConfigurationError("topics: give a non-empty list of topic names", field="topics")
+        self.profile = profile
+        self.topics = list(topics)
+        self.guarantee = profile.guarantee
+        self.stats = QueueStats()
+        self._decoder = RecordDecoder(key_deserializer, value_deserializer)
+        self._runner = HandlerRunner(profile.failure, on_retry=self._count_retry)
+        self._dlq: DeadLetterSink | None = None
+        if profile.failure.dlq_topic:
+            self._dlq = DeadLetterSink(profile, dead_letter_producer_config)
+        elif dead_letter_producer_config:
+            raise ConfigurationError(
+                "dead_letter_producer_config: the profile has no failure.dlq_topic",
+                field="dead_letter_producer_config",
+            )
+        self._tel: Telemetry | None = (
+            None if telemetry is False else (telemetry or Telemetry.default())
+        )
+        self._factory = consumer_factory
+        self._lock_ms = profile.record_lock_duration_ms or 30_000
+        self._client: Any = None
+        self._closed = False
+        self._stop = threading.Event()
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> QueueConsumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def stop(self) -> None:
+        """Ask a running :meth:`run` to return after the record in hand (thread/signal-safe)."""
+        self._stop.set()
+
+    def close(self) -> None:
+        """Commit pending acknowledgements, leave the group and release the consumer."""
+        if self._closed:
+            return
+        self._closed = True
+        client, self._client = self._client, None
+        try:
+            if client is not None:
+                with contextlib.suppress(Exception):
+                    client.commit_sync(_COMMIT_TIMEOUT_S)
+                client.close()
+        finally:
+            if self._dlq is not None:
+                self._dlq.close()
+
+    def _open(self) -> Any:
+        if self._closed:
+            raise ClosedError("QueueConsumer used after close()")
+        if self._client is None:
+            if self.profile.apply_group_config:
+                applied = apply_group_config(self.profile)
+                self.stats.note(f"group {self.profile.group_id!r} configs set: {applied}")
+            client = self._factory(dict(self.profile.render()))
+            client.set_acknowledgement_commit_callback(self._on_ack_commit)
+            client.subscribe(self.topics)
+            self._client = client
+        return self._client
+
+    # ------------------------------------------------------------------ running
+    def run(
+        self,
+        handler: Callable[[ConsumerRecord], Any],
+        *,
+        max_records: int | None = None,
+        idle_timeout: float | None = None,
+        handle_sigterm: bool = False,
+    ) -> QueueStats:
+        """Call ``handler(record)`` per record until stopped; acknowledge per the guarantee.
+
+        Args:
+            handler: Called once per delivery of a record (its result is ignored).
+            max_records: Return after acquiring this many records.
+            idle_timeout: Return after this many seconds without a record.
+            handle_sigterm: Turn SIGTERM into :meth:`stop` while running (main thread only).
+
+        Returns:
+            The counters (cumulative over runs).
+
+        Raises:
+            ClosedError: The consumer is closed.
+            HandlerError: The policy gave up with ``on_failure="stop"`` (the record was
+                released at_least_once).
+            SerializationError: A record that cannot be deserialized, with ``on_failure="stop"``.
+            KafkaClientError: A dead-letter write failed (the record was released), the
+                broker has no share groups (the message says what is needed), or a fatal
+                client error.
+        """
+        return self._run(handler, False, max_records, idle_timeout, handle_sigterm)
+
+    def run_batch(
+        self,
+        handler: Callable[[list[ConsumerRecord]], Any],
+        *,
+        max_records: int | None = None,
+        idle_timeout: float | None = None,
+        handle_sigterm: bool = False,
+    ) -> QueueStats:
+        """Like :meth:`run`, but ``handler(records)`` gets each poll's records at once.
+
+        A failing batch is released whole while its records have deliveries left, then
+        each record is dead-lettered and rejected (or the run stops).
+
+        Raises:
+            ClosedError: See :meth:`run`.
+            HandlerError: See :meth:`run`.
+            SerializationError: See :meth:`run`.
+            KafkaClientError: See :meth:`run`.
+        """
+        return self._run(handler, True, max_records, idle_timeout, handle_sigterm)
+
+    def _run(
+        self,
+        handler: Callable[[Any], Any],
+        batch: bool,
+        max_records: int | None,
+        idle_timeout: float | None,
+        handle_sigterm: bool,
+    ) -> QueueStats:
+        with sigterm_stops(self.stop, handle_sigterm), self._running() as client:
+            taken, last = 0, time.monotonic()
+            while not self._stop.is_set():
+                if max_records is not None and taken >= max_records:
+                    break
+                if idle_timeout is not None and time.monotonic() - last >= idle_timeout:
+                    break
+                messages = self._poll(client)
+                if not messages:
+                    continue
+                taken, last = taken + len(messages), time.monotonic()
+                self._handle(client, handler, messages, batch)
+        return self.stats
+
+    @contextmanager
+    def _running(self) -> Iterator[Any]:
+        client = self._open()
+        self._stop.clear()
+        try:
+            yield client
+        finally:
+            self._stop.clear()
+            try:  # the last poll's acknowledgements, confirmed before run() returns
+                self._commit(client, "commit of the acknowledgements at the end of the run")
+            except SdkError as exc:
+                self.stats.note(f"{exc}", logging.WARNING)
+
+    def _poll(self, client: Any) -> list[Any]:
+        try:
+            messages = client.poll(self.profile.poll_timeout_ms / 1000.0)
+        except KafkaException as exc:
+            raise _translated(exc.args[0], "poll of the share group") from None
+        out = [m for m in messages if m.error() is None]
+        if len(out) < len(messages):
+            for m in messages:
+                err = m.error()
+                if err is None or err.code() == KafkaError._PARTITION_EOF:
+                    continue
+                error = _translated(err, f"share-group poll of {m.topic() or self.topics}")
+                if err.fatal() or err.code() in _NO_SUPPORT:
+                    raise error
+                self.stats.note(str(error), logging.WARNING)
+        self.stats.polled += len(out)
+        for m in out:
+            if (m.delivery_count() or 1) > 1:
+                self.stats.redelivered += 1
+        return out
+
+    def _handle(
+        self, client: Any, handler: Callable[[Any], Any], msgs: list[Any], batch: bool
+    ) -> None:
+        """Handle one poll's records; every one of them leaves acknowledged, even on error."""
+        pending = dict.fromkeys(range(len(msgs)), True)  # not yet acknowledged, by index
+        ack = self._acker(client, msgs, pending)
+        try:
+            if self.guarantee is _AMO:
+                self._handle_at_most_once(client, handler, msgs, pending, batch)
+            elif batch:
+                self._batch_at_least_once(handler, msgs, ack)
+            else:
+                for i, msg in enumerate(msgs):
+                    if self._stop.is_set():
+                        break  # the rest is released below: others need not wait for a lock
+                    self._one_at_least_once(handler, msg, i, ack)
+        finally:
+            for i in list(pending):  # stopped or raised mid-poll: give the rest back
+                ack(i, _RELEASE)
+
+    def _acker(
+        self, client: Any, msgs: list[Any], pending: dict[int, bool]
+    ) -> Callable[[int, Any], None]:
+        def ack(i: int, kind: Any) -> None:
+            if pending.pop(i, None) is None:
+                return  # already acknowledged: the broker takes one acknowledgement
+            client.acknowledge(msgs[i], kind)
+            if kind is _ACCEPT:
+                self.stats.accepted += 1
+            elif kind is _RELEASE:
+                self.stats.released += 1
+            else:
+                self.stats.rejected += 1
+
+        return ack
+
+    # ------------------------------------------------------------------ at_least_once
+    def _one_at_least_once(
+        self, handler: Callable[[Any], Any], msg: Any, i: int, ack: Callable[[int, Any], None]
+    ) -> None:
+        record = self._decode(msg)
+        if isinstance(record, SerializationError):
+            self._give_up([msg], [i], ack, record, 0, "deserialize")
+            return
+        started = time.monotonic()
+        try:
+            self._call(handler, record, msg)
+        except Exception as exc:
+            self._check_slow(msg, started)
+            self._failed(exc, [msg], [i], ack, record)
+            return
+        self._check_slow(msg, started)
+        self.stats.handled += 1
+        ack(i, _ACCEPT)
+
+    def _batch_at_least_once(
+        self, handler: Callable[[Any], Any], msgs: list[Any], ack: Callable[[int, Any], None]
+    ) -> None:
+        records, taken = [], []
+        for i, msg in enumerate(msgs):
+            record = self._decode(msg)
+            if isinstance(record, SerializationError):
+                self._give_up([msg], [i], ack, record, 0, "deserialize")
+            else:
+                records.append(record)
+                taken.append(i)
+        if not records:
+            return
+        started = time.monotonic()
+        try:
+            handler(records)
+        except Exception as exc:
+            self._check_slow(msgs[taken[0]], started)
+            self._failed(exc, [msgs[i] for i in taken], taken, ack, records)
+            return
+        self._check_slow(msgs[taken[0]], started)
+        self.stats.handled += len(records)
+        for i in taken:
+            ack(i, _ACCEPT)
+
+    def _failed(
+        self,
+        exc: Exception,
+        msgs: list[Any],
+        idx: list[int],
+        ack: Callable[[int, Any], None],
+        arg: Any,
+    ) -> None:
+        deliveries = max(m.delivery_count() or 1 for m in msgs)
+        if self._runner.retryable(exc) and deliveries < self.profile.failure.attempts:
+            self._count_retry()
+            for i in idx:
+                ack(i, _RELEASE)  # the broker delivers it again; delivery_count grows
+            return
+        error = HandlerError(
+            f"handler failed on delivery {deliveries} of {self.profile.failure.attempts}: {exc!r}",
+            record=arg,
+            attempts=deliveries,
+        )
+        error.__cause__ = exc
+        self._give_up(msgs, idx, ack, error, deliveries, "handler")
+
+    def _give_up(
+        self,
+        msgs: list[Any],
+        idx: list[int],
+        ack: Callable[[int, Any], None],
+        error: SdkError,
+        attempts: int,
+        stage: str,
+    ) -> None:
+        """The policy gave up: dead-letter and REJECT, or RELEASE and raise (``stop``)."""
+        if stage == "handler":
+            self.stats.handler_failures += len(msgs)
+        if self.profile.failure.on_failure == "stop" or self._dlq is None:
+            self.stats.note(f"stopping: {error}", logging.ERROR)
+            raise error  # the records are released on the way out (never lost)
+        for m, i in zip(msgs, idx, strict=True):
+            try:
+                self._dlq.send(m, error, attempts=attempts, stage=stage)
+            except KafkaClientError as exc:
+                self.stats.dead_letter_failures += 1
+                self.stats.note(f"dead-letter write failed, record released: {exc}")
+                raise  # released on the way out, not rejected: the record stays in the queue
+            self.stats.dead_lettered += 1
+            if self._tel is not None:
+                self._tel.dead_lettered(
+                    m.topic(), self._dlq.topic, error_type=type(error.__cause__ or error).__name__
+                )
+            ack(i, _REJECT)
+
+    # ------------------------------------------------------------------ at_most_once
+    def _handle_at_most_once(
+        self,
+        client: Any,
+        handler: Callable[[Any], Any],
+        msgs: list[Any],
+        pending: dict[int, bool],
+        batch: bool,
+    ) -> None:
+        for msg in msgs:
+            client.acknowledge(msg, _ACCEPT)
+        pending.clear()
+        refused = self._commit(client, "at_most_once commit before handling")
+        keep = [m for m in msgs if (m.topic(), m.partition()) not in refused]
+        if len(keep) < len(msgs):
+            self.stats.ack_refused += len(msgs) - len(keep)
+            if self._tel is not None:
+                self._tel.safeguard("ack_refused", f"{len(msgs) - len(keep)} records not handled")
+        self.stats.accepted += len(keep)
+        done = 0
+        try:
+            if batch:
+                decoded = [self._decode_or_dead_letter(m) for m in keep]
+                records = [r for r in decoded if r is not None]
+                if records:
+                    self._amo_call(handler, records, [r.raw for r in records])
+                    self.stats.handled += len(records)
+                done = len(keep)
+                return
+            for msg in keep:
+                if self._stop.is_set():
+                    break
+                record = self._decode_or_dead_letter(msg)
+                if record is not None:
+                    started = time.monotonic()
+                    self._amo_call(handler, record, [msg])
+                    self._check_slow(msg, started)
+                    self.stats.handled += 1
+                done += 1
+        finally:
+            self.stats.abandoned += len(keep) - done  # accepted, never handled: lost
+
+    def _amo_call(self, handler: Callable[[Any], Any], arg: Any, msgs: list[Any]) -> None:
+        try:
+            self._runner.run(lambda a: (handler(a), None)[1], arg)
+        except HandlerError as exc:
+            self._dead_letter_accepted(msgs, exc, exc.attempts, "handler")
+
+    def _decode_or_dead_letter(self, msg: Any) -> ConsumerRecord | None:
+        record = self._decode(msg)
+        if isinstance(record, SerializationError):
+            self._dead_letter_accepted([msg], record, 0, "deserialize")
+            return None
+        return record
+
+    def _dead_letter_accepted(
+        self, msgs: list[Any], error: SdkError, attempts: int, stage: str
+    ) -> None:
+        if stage == "handler":
+            self.stats.handler_failures += len(msgs)
+        if self.profile.failure.on_failure == "stop" or self._dlq is None:
+            raise error  # already accepted: at_most_once loses it, and says so
+        for m in msgs:
+            self._dlq.send(m, error, attempts=attempts, stage=stage)
+            self.stats.dead_lettered += 1
+
+    # ------------------------------------------------------------------ helpers
+    def _decode(self, msg: Any) -> ConsumerRecord | SerializationError:
+        """The record, or the error of a record that cannot be deserialized (counted)."""
+        try:
+            return self._decoder.decode(msg)
+        except SerializationError as exc:
+            self.stats.deserialization_failures += 1
+            return exc
+
+    def _call(self, handler: Callable[[Any], Any], record: ConsumerRecord, msg: Any) -> None:
+        tel = self._tel
+        if tel is None or not tel.tracing_enabled():
+            handler(record)
+            return
+        with tel.process_span(
+            msg.topic(),
+            msg.partition(),
+            msg.offset(),
+            msg.key(),
+            self.profile.group_id,
+            msg.headers(),
+        ):
+            handler(record)
+
+    def _check_slow(self, msg: Any, started: float) -> None:
+        took_ms = (time.monotonic() - started) * 1000.0
+        if took_ms <= self._lock_ms:
+            return
+        self.stats.slow_handlers += 1
+        detail = (
+            f"handler took {took_ms:,.0f} ms on {msg.topic()}[{msg.partition()}]@{msg.offset()}, "
+            f"longer than the record lock ({self._lock_ms:,} ms): the broker may have delivered "
+            "the record to another member meanwhile; raise record_lock_duration_ms"
+        )
+        self.stats.note(detail, logging.WARNING)
+        if self._tel is not None:
+            self._tel.safeguard("slow_handler", detail)
+
+    def _count_retry(self) -> None:
+        self.stats.retries += 1
+        if self._tel is not None:
+            self._tel.retry("handler")
+
+    def _commit(self, client: Any, context: str) -> set[tuple[str, int]]:
+        """Commit the acknowledgements; return the partitions whose commit was refused."""
+        try:
+            result = client.commit_sync(_COMMIT_TIMEOUT_S)
+        except KafkaException as exc:
+            raise _translated(exc.args[0], context) from None
+        refused = {(tp.topic, tp.partition) for tp, err in (result or {}).items() if err}
+        for (topic, partition), err in (
+            ((tp.topic, tp.partition), e) for tp, e in (result or {}).items() if e
+        ):
+            self.stats.note(f"{context}: {topic}[{partition}] refused: {err}", logging.WARNING)
+        return refused
+
+    def _on_ack_commit(self, offsets: Mapping[Any, set[int]], exc: Any) -> None:
+        if exc is None:
+            return
+        n = sum(len(v) for v in offsets.values())
+        self.stats.ack_failures += n
+        detail = (
+            f"the broker refused {n} acknowledgement(s): {exc} (a lock expired, or the record "
+            "went to another member): those records are delivered again"
+        )
+        self.stats.note(detail, logging.WARNING)
+        if self._tel is not None:
+            self._tel.safeguard("ack_failed", detail)
+
+
+def _translated(err: Any, context: str) -> KafkaClientError:
+    if isinstance(err, KafkaError) and err.code() in _NO_SUPPORT:
+        return from_kafka_error(err, context=f"{context}: {NO_SHARE_GROUPS_HINT}")
+    if isinstance(err, KafkaError):
+        return from_kafka_error(err, context=context)
+    return KafkaClientError(f"{context}: {err}")

@@ -1,0 +1,63 @@
+"""The queue consumer's counters."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+__all__ = ["QueueStats"]
+
+_log = logging.getLogger("sdk.queue")
+
+
+@dataclass
+class QueueStats:
+    """What the queue consumer did; each acknowledgement outcome has its own counter.
+
+    Attributes:
+        polled: Records acquired from the share group.
+        handled: Records whose handler succeeded.
+        accepted: Records acknowledged ACCEPT (at_most_once: before handling).
+        released: Records acknowledged RELEASE (delivered again, maybe to another member).
+        rejected: Records acknowledged REJECT (never delivered again; dead-lettered first
+            when the profile has a dead-letter topic).
+        redelivered: Records acquired with a delivery count above 1.
+        retries: Failed attempts followed by another (a RELEASE at_least_once, an in-process
+            retry at_most_once).
+        handler_failures: Records on which the failure policy gave up.
+        deserialization_failures: Records whose key or value could not be deserialized.
+        dead_lettered: Records written to the dead-letter topic (and acknowledged there).
+        dead_letter_failures: Dead-letter writes that failed (the record was released, not
+            rejected).
+        ack_refused: at_most_once: records whose pre-handling acknowledgement the broker
+            refused; they were not handled (another member may get them).
+        ack_failures: Acknowledgements the broker refused after handling (lock expired: the
+            record is delivered again, a duplicate at_least_once).
+        slow_handlers: Handler runs longer than the record lock.
+        abandoned: at_most_once: accepted records never handled (the run stopped mid-batch).
+        events: The last event lines.
+    """
+
+    polled: int = 0
+    handled: int = 0
+    accepted: int = 0
+    released: int = 0
+    rejected: int = 0
+    redelivered: int = 0
+    retries: int = 0
+    handler_failures: int = 0
+    deserialization_failures: int = 0
+    dead_lettered: int = 0
+    dead_letter_failures: int = 0
+    ack_refused: int = 0
+    ack_failures: int = 0
+    slow_handlers: int = 0
+    abandoned: int = 0
+    events: list[str] = field(default_factory=list)
+
+    def note(self, event: str, level: int = logging.INFO) -> None:
+        """Append a short event line (kept to the last 1000) and log it (``sdk.queue``)."""
+        _log.log(level, "%s", event, extra={"queue_event": event})
+        self.events.append(event)
+        if len(self.events) > 1000:
+            del self.events[:100]
