@@ -44,6 +44,7 @@ from sdk.errors import (
 )
 from sdk.observability import Telemetry
 from sdk.profiles import Guarantee, QueueProfile
+from sdk.queue._at_most_once import AtMostOnceHandling
 from sdk.queue._group import NO_SHARE_GROUPS_HINT, apply_group_config
 from sdk.queue._records import QueueStats
 from sdk.serialization import Deserializer
@@ -54,9 +55,15 @@ _AMO = Guarantee.AT_MOST_ONCE
 _ACCEPT, _RELEASE, _REJECT = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT
 _NO_SUPPORT = (KafkaError.UNSUPPORTED_VERSION, KafkaError._UNSUPPORTED_FEATURE)
 _COMMIT_TIMEOUT_S = 30.0
+LOCK_BUDGET = 0.8
+"""at_least_once: records of a poll not started within this share of the record lock are
+released instead of handled. A poll's records are acquired together and librdkafka 2.16 hands
+out whole acquired batches (thousands of records, whatever ``max.poll.records`` says), so a
+long poll would otherwise be handled after its locks expired: the broker would already have
+given those records to another member, a duplicate for each."""
 
 
-class QueueConsumer:
+class QueueConsumer(AtMostOnceHandling):
     """Consume a queue (share group) with a handler per record or per poll.
 
     Several processes (or threads, one consumer each) with the same ``group_id`` share the
@@ -111,6 +118,11 @@ class QueueConsumer:
         self._client: Any = None
         self._closed = False
         self._stop = threading.Event()
+        self._polled_at = 0.0
+        # the lock budget never releases a record on its broker's last delivery but one: the
+        # broker archives a record at the delivery count limit, and a loss is worse than a
+        # duplicate at_least_once
+        self._spare = (profile.delivery_count_limit or 5) - 1
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> QueueConsumer:
@@ -253,6 +265,7 @@ class QueueConsumer:
                 if err.fatal() or err.code() in _NO_SUPPORT:
                     raise error
                 self.stats.note(str(error), logging.WARNING)
+        self._polled_at = time.monotonic()  # the poll's records were acquired about now
         self.stats.polled += len(out)
         for m in out:
             if (m.delivery_count() or 1) > 1:
@@ -271,10 +284,18 @@ class QueueConsumer:
             elif batch:
                 self._batch_at_least_once(handler, msgs, ack)
             else:
+                budget = self._polled_at + self._lock_ms * LOCK_BUDGET / 1000.0
+                over = 0
                 for i, msg in enumerate(msgs):
                     if self._stop.is_set():
                         break  # the rest is released below: others need not wait for a lock
+                    if time.monotonic() > budget and (msg.delivery_count() or 1) < self._spare:
+                        ack(i, _RELEASE)  # before its lock expires mid-handling
+                        over += 1
+                        continue
                     self._one_at_least_once(handler, msg, i, ack)
+                if over:
+                    self._over_budget(over)
         finally:
             for i in list(pending):  # stopped or raised mid-poll: give the rest back
                 ack(i, _RELEASE)
@@ -303,14 +324,13 @@ class QueueConsumer:
         if isinstance(record, SerializationError):
             self._give_up([msg], [i], ack, record, 0, "deserialize")
             return
-        started = time.monotonic()
         try:
             self._call(handler, record, msg)
         except Exception as exc:
-            self._check_slow(msg, started)
+            self._check_slow(msg)
             self._failed(exc, [msg], [i], ack, record)
             return
-        self._check_slow(msg, started)
+        self._check_slow(msg)
         self.stats.handled += 1
         ack(i, _ACCEPT)
 
@@ -327,14 +347,13 @@ class QueueConsumer:
                 taken.append(i)
         if not records:
             return
-        started = time.monotonic()
         try:
             handler(records)
         except Exception as exc:
-            self._check_slow(msgs[taken[0]], started)
+            self._check_slow(msgs[taken[0]])
             self._failed(exc, [msgs[i] for i in taken], taken, ack, records)
             return
-        self._check_slow(msgs[taken[0]], started)
+        self._check_slow(msgs[taken[0]])
         self.stats.handled += len(records)
         for i in taken:
             ack(i, _ACCEPT)
@@ -390,72 +409,6 @@ class QueueConsumer:
                 )
             ack(i, _REJECT)
 
-    # ------------------------------------------------------------------ at_most_once
-    def _handle_at_most_once(
-        self,
-        client: Any,
-        handler: Callable[[Any], Any],
-        msgs: list[Any],
-        pending: dict[int, bool],
-        batch: bool,
-    ) -> None:
-        for msg in msgs:
-            client.acknowledge(msg, _ACCEPT)
-        pending.clear()
-        refused = self._commit(client, "at_most_once commit before handling")
-        keep = [m for m in msgs if (m.topic(), m.partition()) not in refused]
-        if len(keep) < len(msgs):
-            self.stats.ack_refused += len(msgs) - len(keep)
-            if self._tel is not None:
-                self._tel.safeguard("ack_refused", f"{len(msgs) - len(keep)} records not handled")
-        self.stats.accepted += len(keep)
-        done = 0
-        try:
-            if batch:
-                decoded = [self._decode_or_dead_letter(m) for m in keep]
-                records = [r for r in decoded if r is not None]
-                if records:
-                    self._amo_call(handler, records, [r.raw for r in records])
-                    self.stats.handled += len(records)
-                done = len(keep)
-                return
-            for msg in keep:
-                if self._stop.is_set():
-                    break
-                record = self._decode_or_dead_letter(msg)
-                if record is not None:
-                    started = time.monotonic()
-                    self._amo_call(handler, record, [msg])
-                    self._check_slow(msg, started)
-                    self.stats.handled += 1
-                done += 1
-        finally:
-            self.stats.abandoned += len(keep) - done  # accepted, never handled: lost
-
-    def _amo_call(self, handler: Callable[[Any], Any], arg: Any, msgs: list[Any]) -> None:
-        try:
-            self._runner.run(lambda a: (handler(a), None)[1], arg)
-        except HandlerError as exc:
-            self._dead_letter_accepted(msgs, exc, exc.attempts, "handler")
-
-    def _decode_or_dead_letter(self, msg: Any) -> ConsumerRecord | None:
-        record = self._decode(msg)
-        if isinstance(record, SerializationError):
-            self._dead_letter_accepted([msg], record, 0, "deserialize")
-            return None
-        return record
-
-    def _dead_letter_accepted(
-        self, msgs: list[Any], error: SdkError, attempts: int, stage: str
-    ) -> None:
-        if stage == "handler":
-            self.stats.handler_failures += len(msgs)
-        if self.profile.failure.on_failure == "stop" or self._dlq is None:
-            raise error  # already accepted: at_most_once loses it, and says so
-        for m in msgs:
-            self._dlq.send(m, error, attempts=attempts, stage=stage)
-            self.stats.dead_lettered += 1
-
     # ------------------------------------------------------------------ helpers
     def _decode(self, msg: Any) -> ConsumerRecord | SerializationError:
         """The record, or the error of a record that cannot be deserialized (counted)."""
@@ -480,19 +433,34 @@ class QueueConsumer:
         ):
             handler(record)
 
-    def _check_slow(self, msg: Any, started: float) -> None:
-        took_ms = (time.monotonic() - started) * 1000.0
-        if took_ms <= self._lock_ms:
+    def _check_slow(self, msg: Any) -> None:
+        """Warn when a record is acknowledged after its lock may have expired.
+
+        The records of one poll are acquired together, so the time counts from the poll: a
+        slow handler late in a large poll overruns the lock as surely as one slow call.
+        """
+        held_ms = (time.monotonic() - self._polled_at) * 1000.0
+        if held_ms <= self._lock_ms:
             return
         self.stats.slow_handlers += 1
         detail = (
-            f"handler took {took_ms:,.0f} ms on {msg.topic()}[{msg.partition()}]@{msg.offset()}, "
-            f"longer than the record lock ({self._lock_ms:,} ms): the broker may have delivered "
-            "the record to another member meanwhile; raise record_lock_duration_ms"
+            f"{msg.topic()}[{msg.partition()}]@{msg.offset()} was handled {held_ms:,.0f} ms "
+            f"after its poll, longer than the record lock ({self._lock_ms:,} ms): the broker may "
+            "have delivered it to another member meanwhile; raise record_lock_duration_ms or "
+            "lower batch_size"
         )
         self.stats.note(detail, logging.WARNING)
         if self._tel is not None:
             self._tel.safeguard("slow_handler", detail)
+
+    def _over_budget(self, left: int) -> None:
+        """Count and say that ``left`` records of a poll were released for the lock budget."""
+        self.stats.lock_budget_releases += left
+        self.stats.note(
+            f"{left} record(s) of a poll released unhandled: "
+            f"{LOCK_BUDGET:.0%} of the record lock ({self._lock_ms:,} ms) had passed since the "
+            "poll; raise record_lock_duration_ms if this repeats"
+        )
 
     def _count_retry(self) -> None:
         self.stats.retries += 1

@@ -33,7 +33,10 @@ class QueueStats:
             refused; they were not handled (another member may get them).
         ack_failures: Acknowledgements the broker refused after handling (lock expired: the
             record is delivered again, a duplicate at_least_once).
-        slow_handlers: Handler runs longer than the record lock.
+        slow_handlers: Records acknowledged after their poll's record lock (measured from the
+            poll: a poll's records are acquired together).
+        lock_budget_releases: at_least_once: records released unhandled because most of the
+            record lock had passed since their poll (handling them would risk a duplicate).
         abandoned: at_most_once: accepted records never handled (the run stopped mid-batch).
         events: The last event lines.
     """
@@ -52,6 +55,7 @@ class QueueStats:
     ack_refused: int = 0
     ack_failures: int = 0
     slow_handlers: int = 0
+    lock_budget_releases: int = 0
     abandoned: int = 0
     events: list[str] = field(default_factory=list)
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from confluent_kafka import ShareConsumer
+from confluent_kafka import Producer, ShareConsumer
 
 from sdk.profiles import QueueProfile
 
-__all__ = ["leftovers", "queue_profile"]
+__all__ = ["leftovers", "queue_profile", "seed_in_small_batches"]
 
-FAST_LOCK_MS = 2_000
-"""Record lock of the tests' share groups: a released or abandoned record is back in seconds
-(the embedded cluster lowers the broker's floor to 1 s)."""
+FAST_LOCK_MS = 5_000
+"""Record lock of the tests' share groups: a killed worker's records are back in seconds (the
+embedded cluster lowers the broker's floor to 1 s)."""
 
 
 def queue_profile(bootstrap: str, guarantee: str, group: str, **kw: Any) -> QueueProfile:
@@ -37,3 +37,18 @@ def leftovers(bootstrap: str, group: str, topic: str, seconds: float) -> list[tu
     finally:
         c.close()
     return out
+
+
+def seed_in_small_batches(bootstrap: str, topic: str, count: int) -> None:
+    """Write records ``0..count-1`` (value ``str(i)``, key ``k<i % 10>``) in producer batches
+    of at most 4 KB: a share group acquires whole batches, so a poll hands out about one batch
+    per partition (big batches make polls of thousands of records, see docs/queues.md)."""
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 4096})
+    for i in range(count):
+        while True:
+            try:
+                p.produce(topic, key=f"k{i % 10}", value=str(i))
+                break
+            except BufferError:
+                p.poll(0.1)
+    assert p.flush(60) == 0

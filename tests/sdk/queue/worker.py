@@ -43,7 +43,8 @@ def main() -> None:
     else:
         qp = queue_profile(args["bootstrap"], args["guarantee"], args["group"])
         with QueueConsumer(qp, [args["topic"]]) as queue:
-            queue.run(handler, handle_sigterm=True)
+            stats = queue.run(handler, handle_sigterm=True)
+        print(f"queue stats: {stats}", flush=True)
     print(f"worker {os.getpid()} done", flush=True)
 
 
