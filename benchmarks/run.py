@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import _consumers, _harness, _producers, _rpw
+from benchmarks import _consumers, _harness, _producers, _queue, _rpw
 from benchmarks._harness import Result, broker, fill, median_results, payloads, progress, topic
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -56,6 +56,11 @@ TARGETS: list[tuple[str, str, str, float | None]] = [
         None,
     ),
     ("read-process-write", "SDK Processor exactly_once", "Quix Streams 3.28.1 exactly-once", 1.0),
+    *[
+        ("queue", _queue.label("sdk", w), _queue.label(peer, w), target)
+        for w in (1, 4)
+        for peer, target in (("raw", 0.9), ("group", None))
+    ],
 ]
 
 
@@ -117,6 +122,19 @@ def _cases(args: argparse.Namespace, bs: str, size: int) -> list[tuple[str, Call
         ]
         if not args.no_quix:
             cases.append(("Quix eos", lambda: _rpw.quix(bs, source, rpw_n, size)))
+    if "queue" in args.only:
+        shared = topic(bs)
+        fill(bs, shared, data)
+        cases += [
+            (
+                f"queue {kind} x{workers}",
+                lambda kind=kind, workers=workers: _queue.queue_case(  # type: ignore[misc]
+                    bs, shared, n, size, kind, workers
+                ),
+            )
+            for workers in (1, 4)
+            for kind in ("raw", "sdk", "group")
+        ]
     return cases
 
 
@@ -256,7 +274,7 @@ def main() -> None:
     parser.add_argument("--rpw-records", type=int, default=200_000)
     parser.add_argument("--sizes", default="100,1024")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--only", default="producer,consumer,rpw,memory")
+    parser.add_argument("--only", default="producer,consumer,rpw,queue,memory")
     parser.add_argument("--memory-records", type=int, default=1_000_000)
     parser.add_argument("--bootstrap", help="use this cluster instead of an embedded one")
     parser.add_argument("--no-quix", action="store_true", help="skip Quix Streams")

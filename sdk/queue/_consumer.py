@@ -36,7 +36,6 @@ from sdk.core.records import ConsumerRecord
 from sdk.errors import (
     ClosedError,
     ConfigurationError,
-    HandlerError,
     KafkaClientError,
     SdkError,
     SerializationError,
@@ -44,6 +43,7 @@ from sdk.errors import (
 )
 from sdk.observability import Telemetry
 from sdk.profiles import Guarantee, QueueProfile
+from sdk.queue._at_least_once import LOCK_BUDGET, AtLeastOnceHandling
 from sdk.queue._at_most_once import AtMostOnceHandling
 from sdk.queue._group import NO_SHARE_GROUPS_HINT, apply_group_config
 from sdk.queue._records import QueueStats
@@ -55,15 +55,9 @@ _AMO = Guarantee.AT_MOST_ONCE
 _ACCEPT, _RELEASE, _REJECT = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT
 _NO_SUPPORT = (KafkaError.UNSUPPORTED_VERSION, KafkaError._UNSUPPORTED_FEATURE)
 _COMMIT_TIMEOUT_S = 30.0
-LOCK_BUDGET = 0.8
-"""at_least_once: records of a poll not started within this share of the record lock are
-released instead of handled. A poll's records are acquired together and librdkafka 2.16 hands
-out whole acquired batches (thousands of records, whatever ``max.poll.records`` says), so a
-long poll would otherwise be handled after its locks expired: the broker would already have
-given those records to another member, a duplicate for each."""
 
 
-class QueueConsumer(AtMostOnceHandling):
+class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling):
     """Consume a queue (share group) with a handler per record or per poll.
 
     Several processes (or threads, one consumer each) with the same ``group_id`` share the
@@ -284,18 +278,7 @@ class QueueConsumer(AtMostOnceHandling):
             elif batch:
                 self._batch_at_least_once(handler, msgs, ack)
             else:
-                budget = self._polled_at + self._lock_ms * LOCK_BUDGET / 1000.0
-                over = 0
-                for i, msg in enumerate(msgs):
-                    if self._stop.is_set():
-                        break  # the rest is released below: others need not wait for a lock
-                    if time.monotonic() > budget and (msg.delivery_count() or 1) < self._spare:
-                        ack(i, _RELEASE)  # before its lock expires mid-handling
-                        over += 1
-                        continue
-                    self._one_at_least_once(handler, msg, i, ack)
-                if over:
-                    self._over_budget(over)
+                self._each_at_least_once(client, handler, msgs, pending, ack)
         finally:
             for i in list(pending):  # stopped or raised mid-poll: give the rest back
                 ack(i, _RELEASE)
@@ -315,99 +298,6 @@ class QueueConsumer(AtMostOnceHandling):
                 self.stats.rejected += 1
 
         return ack
-
-    # ------------------------------------------------------------------ at_least_once
-    def _one_at_least_once(
-        self, handler: Callable[[Any], Any], msg: Any, i: int, ack: Callable[[int, Any], None]
-    ) -> None:
-        record = self._decode(msg)
-        if isinstance(record, SerializationError):
-            self._give_up([msg], [i], ack, record, 0, "deserialize")
-            return
-        try:
-            self._call(handler, record, msg)
-        except Exception as exc:
-            self._check_slow(msg)
-            self._failed(exc, [msg], [i], ack, record)
-            return
-        self._check_slow(msg)
-        self.stats.handled += 1
-        ack(i, _ACCEPT)
-
-    def _batch_at_least_once(
-        self, handler: Callable[[Any], Any], msgs: list[Any], ack: Callable[[int, Any], None]
-    ) -> None:
-        records, taken = [], []
-        for i, msg in enumerate(msgs):
-            record = self._decode(msg)
-            if isinstance(record, SerializationError):
-                self._give_up([msg], [i], ack, record, 0, "deserialize")
-            else:
-                records.append(record)
-                taken.append(i)
-        if not records:
-            return
-        try:
-            handler(records)
-        except Exception as exc:
-            self._check_slow(msgs[taken[0]])
-            self._failed(exc, [msgs[i] for i in taken], taken, ack, records)
-            return
-        self._check_slow(msgs[taken[0]])
-        self.stats.handled += len(records)
-        for i in taken:
-            ack(i, _ACCEPT)
-
-    def _failed(
-        self,
-        exc: Exception,
-        msgs: list[Any],
-        idx: list[int],
-        ack: Callable[[int, Any], None],
-        arg: Any,
-    ) -> None:
-        deliveries = max(m.delivery_count() or 1 for m in msgs)
-        if self._runner.retryable(exc) and deliveries < self.profile.failure.attempts:
-            self._count_retry()
-            for i in idx:
-                ack(i, _RELEASE)  # the broker delivers it again; delivery_count grows
-            return
-        error = HandlerError(
-            f"handler failed on delivery {deliveries} of {self.profile.failure.attempts}: {exc!r}",
-            record=arg,
-            attempts=deliveries,
-        )
-        error.__cause__ = exc
-        self._give_up(msgs, idx, ack, error, deliveries, "handler")
-
-    def _give_up(
-        self,
-        msgs: list[Any],
-        idx: list[int],
-        ack: Callable[[int, Any], None],
-        error: SdkError,
-        attempts: int,
-        stage: str,
-    ) -> None:
-        """The policy gave up: dead-letter and REJECT, or RELEASE and raise (``stop``)."""
-        if stage == "handler":
-            self.stats.handler_failures += len(msgs)
-        if self.profile.failure.on_failure == "stop" or self._dlq is None:
-            self.stats.note(f"stopping: {error}", logging.ERROR)
-            raise error  # the records are released on the way out (never lost)
-        for m, i in zip(msgs, idx, strict=True):
-            try:
-                self._dlq.send(m, error, attempts=attempts, stage=stage)
-            except KafkaClientError as exc:
-                self.stats.dead_letter_failures += 1
-                self.stats.note(f"dead-letter write failed, record released: {exc}")
-                raise  # released on the way out, not rejected: the record stays in the queue
-            self.stats.dead_lettered += 1
-            if self._tel is not None:
-                self._tel.dead_lettered(
-                    m.topic(), self._dlq.topic, error_type=type(error.__cause__ or error).__name__
-                )
-            ack(i, _REJECT)
 
     # ------------------------------------------------------------------ helpers
     def _decode(self, msg: Any) -> ConsumerRecord | SerializationError:

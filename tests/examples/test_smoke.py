@@ -23,6 +23,7 @@ EXAMPLES: dict[str, tuple[list[str], list[str]]] = {
     "guarantees_demo.py": (["--records", "4000"], ["every guarantee held"]),
     "metrics_emitter.py": (["--seconds", "2"], ["metrics emitter: sent"]),
     "order_service.py": (["--orders", "500"], ["order service: 500 orders in"]),
+    "work_queue.py": (["--jobs", "2000", "--workers", "3"], ["work queue: OK"]),
 }
 # Run as `./dev.sh demo` does, on their own embedded cluster: it stops before the process exits,
 # so a client left open shows up as librdkafka FAIL lines (an external cluster would hide it).

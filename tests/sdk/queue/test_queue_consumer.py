@@ -6,6 +6,7 @@ the same group (not the SDK), so "accepted" and "rejected" are checked by the br
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -138,3 +139,56 @@ def test_at_most_once_accepts_before_handling_so_a_failure_is_never_redelivered(
     assert b"5" not in left  # accepted before the handler ran: lost, never repeated
     assert not set(left) & set(handled)  # nothing handled comes back
     assert len(handled) + stats.abandoned + len(left) == 30, (stats, left)  # 5 is abandoned
+
+
+def test_a_poison_record_delays_the_records_behind_it_less_than_in_a_consumer_group(
+    kafka_cluster: Any, make_topic: Any, make_group: Any
+) -> None:
+    """The same slow-failing record (0.4 s per attempt, 3 attempts) in both models: how long
+    after its first attempt the next record of its partition is handled."""
+    from sdk.consumer import Consumer
+    from sdk.profiles import ConsumerProfile
+
+    bs = kafka_cluster.bootstrap_servers
+    delays: dict[str, float] = {}
+    for model in ("queue", "group"):
+        topic, dlq, group = make_topic(1), make_topic(1), make_group()
+        seed(bs, topic, 20)
+        first_poison: list[float] = []
+        next_after: list[float] = []
+
+        def handler(
+            record: ConsumerRecord,
+            first_poison: list[float] = first_poison,
+            next_after: list[float] = next_after,
+        ) -> None:
+            if record.value == b"7":
+                first_poison.append(time.monotonic())
+                time.sleep(0.4)  # e.g. a downstream call timing out
+                raise TimeoutError("downstream timed out")
+            if record.value == b"8" and not next_after:
+                next_after.append(time.monotonic())
+
+        failure = {
+            "attempts": 3,
+            "on_failure": "dlq",
+            "dlq_topic": dlq,
+            "backoff_initial_ms": 0,
+            "backoff_max_ms": 0,
+        }
+        if model == "queue":
+            with QueueConsumer(
+                queue_profile(bs, "at_least_once", group, failure=failure), [topic]
+            ) as queue:
+                queue.run(handler, max_records=22, idle_timeout=30)
+        else:
+            profile = ConsumerProfile(
+                guarantee="at_least_once", bootstrap_servers=bs, group_id=group, failure=failure
+            )
+            with Consumer(profile, [topic]) as consumer:
+                consumer.run(handler, max_records=20, idle_timeout=30)
+        assert len(first_poison) == 3 and next_after, (model, first_poison, next_after)
+        delays[model] = next_after[0] - first_poison[0]
+        assert len(read_topic(bs, dlq, 1)) == 1
+    print(f"record behind the poison handled after: {delays}")
+    assert delays["queue"] < 0.45 < 1.2 < delays["group"], delays

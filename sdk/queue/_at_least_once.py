@@ -1,0 +1,191 @@
+"""at_least_once on a queue: handle, then ACCEPT; RELEASE while deliveries are left; REJECT.
+
+A mixin of :class:`~sdk.queue.QueueConsumer` (kept apart to keep modules short). A record is
+acknowledged ACCEPT only after its handler succeeded. A retryable failure RELEASEs it, so the
+broker delivers it again (``record.delivery_count`` grows), until the failure policy's
+``attempts`` deliveries; then it is written to the dead-letter topic, if there is one, and
+REJECTed. A dead-letter write that fails RELEASEs the record and the run raises: a record is
+never rejected unless its dead-letter copy is acknowledged.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import AcknowledgeType
+
+from sdk.consumer._failure import DeadLetterSink, RecordDecoder
+from sdk.core.failure import HandlerRunner
+from sdk.core.records import ConsumerRecord
+from sdk.errors import HandlerError, KafkaClientError, SdkError, SerializationError
+from sdk.observability import Telemetry
+from sdk.profiles import QueueProfile
+from sdk.queue._records import QueueStats
+
+__all__ = ["LOCK_BUDGET", "AtLeastOnceHandling"]
+
+_ACCEPT, _RELEASE, _REJECT = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT
+
+LOCK_BUDGET = 0.8
+"""at_least_once: records of a poll not started within this share of the record lock are
+released instead of handled. A poll's records are acquired together and librdkafka 2.16 hands
+out whole acquired batches (thousands of records, whatever ``max.poll.records`` says), so a
+long poll would otherwise be handled after its locks expired: the broker would already have
+given those records to another member, a duplicate for each."""
+
+
+class AtLeastOnceHandling:
+    """Mixin of :class:`~sdk.queue.QueueConsumer`: the at_least_once path.
+
+    What it needs from the class is declared below (set by ``QueueConsumer.__init__``).
+    """
+
+    profile: QueueProfile
+    stats: QueueStats
+    _runner: HandlerRunner
+    _decoder: RecordDecoder
+    _dlq: DeadLetterSink | None
+    _tel: Telemetry | None
+    _stop: threading.Event
+    _polled_at: float
+    _lock_ms: int
+    _spare: int
+    _decode: Callable[[Any], ConsumerRecord | SerializationError]
+    _call: Callable[[Callable[[Any], Any], ConsumerRecord, Any], None]
+    _check_slow: Callable[[Any], None]
+    _over_budget: Callable[[int], None]
+    _count_retry: Callable[[], None]
+
+    def _each_at_least_once(
+        self,
+        client: Any,
+        handler: Callable[[Any], Any],
+        msgs: list[Any],
+        pending: dict[int, bool],
+        ack: Callable[[int, Any], None],
+    ) -> None:
+        """The per-record hot loop: handle, then ACCEPT; a failure goes to :meth:`_failed`.
+
+        Per poll, not per record: the tracing check, the lock budget's deadline; the
+        handler's success path acknowledges straight on the client (``ack`` is for the rest).
+        """
+        tel = self._tel if self._tel is not None and self._tel.tracing_enabled() else None
+        raw, stopped, monotonic = self._decoder.raw, self._stop.is_set, time.monotonic
+        lock_end = self._polled_at + self._lock_ms / 1000.0
+        budget = self._polled_at + self._lock_ms * LOCK_BUDGET / 1000.0
+        acknowledge, accepted, over = client.acknowledge, 0, 0
+        try:
+            for i, msg in enumerate(msgs):
+                if stopped():
+                    break  # the rest is released by the caller: others need not wait
+                now = monotonic()
+                if now > budget:
+                    if (msg.delivery_count() or 1) < self._spare:
+                        ack(i, _RELEASE)  # before its lock expires mid-handling
+                        over += 1
+                        continue
+                    if now > lock_end:
+                        self._check_slow(msg)
+                if raw:
+                    record = ConsumerRecord(msg.key(), msg.value(), msg)
+                else:
+                    decoded = self._decode(msg)
+                    if isinstance(decoded, SerializationError):
+                        self._give_up([msg], [i], ack, decoded, 0, "deserialize")
+                        continue
+                    record = decoded
+                try:
+                    if tel is None:
+                        handler(record)
+                    else:
+                        self._call(handler, record, msg)
+                except Exception as exc:
+                    self._failed(exc, [msg], [i], ack, record)
+                    continue
+                del pending[i]
+                acknowledge(msg, _ACCEPT)
+                accepted += 1
+        finally:
+            self.stats.handled += accepted
+            self.stats.accepted += accepted
+            if over:
+                self._over_budget(over)
+
+    def _batch_at_least_once(
+        self, handler: Callable[[Any], Any], msgs: list[Any], ack: Callable[[int, Any], None]
+    ) -> None:
+        records, taken = [], []
+        for i, msg in enumerate(msgs):
+            record = self._decode(msg)
+            if isinstance(record, SerializationError):
+                self._give_up([msg], [i], ack, record, 0, "deserialize")
+            else:
+                records.append(record)
+                taken.append(i)
+        if not records:
+            return
+        try:
+            handler(records)
+        except Exception as exc:
+            self._check_slow(msgs[taken[0]])
+            self._failed(exc, [msgs[i] for i in taken], taken, ack, records)
+            return
+        self._check_slow(msgs[taken[0]])
+        self.stats.handled += len(records)
+        for i in taken:
+            ack(i, _ACCEPT)
+
+    def _failed(
+        self,
+        exc: Exception,
+        msgs: list[Any],
+        idx: list[int],
+        ack: Callable[[int, Any], None],
+        arg: Any,
+    ) -> None:
+        deliveries = max(m.delivery_count() or 1 for m in msgs)
+        if self._runner.retryable(exc) and deliveries < self.profile.failure.attempts:
+            self._count_retry()
+            for i in idx:
+                ack(i, _RELEASE)  # the broker delivers it again; delivery_count grows
+            return
+        error = HandlerError(
+            f"handler failed on delivery {deliveries} of {self.profile.failure.attempts}: {exc!r}",
+            record=arg,
+            attempts=deliveries,
+        )
+        error.__cause__ = exc
+        self._give_up(msgs, idx, ack, error, deliveries, "handler")
+
+    def _give_up(
+        self,
+        msgs: list[Any],
+        idx: list[int],
+        ack: Callable[[int, Any], None],
+        error: SdkError,
+        attempts: int,
+        stage: str,
+    ) -> None:
+        """The policy gave up: dead-letter and REJECT, or RELEASE and raise (``stop``)."""
+        if stage == "handler":
+            self.stats.handler_failures += len(msgs)
+        if self.profile.failure.on_failure == "stop" or self._dlq is None:
+            self.stats.note(f"stopping: {error}", logging.ERROR)
+            raise error  # the records are released on the way out (never lost)
+        for m, i in zip(msgs, idx, strict=True):
+            try:
+                self._dlq.send(m, error, attempts=attempts, stage=stage)
+            except KafkaClientError as exc:
+                self.stats.dead_letter_failures += 1
+                self.stats.note(f"dead-letter write failed, record released: {exc}")
+                raise  # released on the way out, not rejected: the record stays in the queue
+            self.stats.dead_lettered += 1
+            if self._tel is not None:
+                self._tel.dead_lettered(
+                    m.topic(), self._dlq.topic, error_type=type(error.__cause__ or error).__name__
+                )
+            ack(i, _REJECT)
