@@ -27,8 +27,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal
 
-from confluent_kafka import AcknowledgeType, KafkaError, KafkaException, ShareConsumer
+from confluent_kafka import AcknowledgeType, KafkaError, ShareConsumer
 
+from sdk._client import translating
 from sdk._signals import sigterm_stops
 from sdk.consumer._failure import DeadLetterSink, RecordDecoder
 from sdk.core.failure import HandlerRunner
@@ -45,7 +46,7 @@ from sdk.observability import Telemetry
 from sdk.profiles import Guarantee, QueueProfile
 from sdk.queue._at_least_once import LOCK_BUDGET, AtLeastOnceHandling
 from sdk.queue._at_most_once import AtMostOnceHandling
-from sdk.queue._group import NO_SHARE_GROUPS_HINT, apply_group_config
+from sdk.queue._group import NO_SUPPORT_CODES, apply_group_config, with_hint
 from sdk.queue._records import QueueStats
 from sdk.serialization import Deserializer
 
@@ -53,7 +54,6 @@ __all__ = ["QueueConsumer"]
 
 _AMO = Guarantee.AT_MOST_ONCE
 _ACCEPT, _RELEASE, _REJECT = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT
-_NO_SUPPORT = (KafkaError.UNSUPPORTED_VERSION, KafkaError._UNSUPPORTED_FEATURE)
 _COMMIT_TIMEOUT_S = 30.0
 
 
@@ -151,7 +151,12 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling):
             if self.profile.apply_group_config:
                 applied = apply_group_config(self.profile)
                 self.stats.note(f"group {self.profile.group_id!r} configs set: {applied}")
-            client = self._factory(dict(self.profile.render()))
+            try:
+                client = self._factory(dict(self.profile.render()))
+            except Exception as exc:  # KafkaException for a bad librdkafka key/value
+                raise ConfigurationError(
+                    f"librdkafka refused the share consumer configuration: {exc}"
+                ) from exc
             client.set_acknowledgement_commit_callback(self._on_ack_commit)
             client.subscribe(self.topics)
             self._client = client
@@ -245,18 +250,17 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling):
                 self.stats.note(f"{exc}", logging.WARNING)
 
     def _poll(self, client: Any) -> list[Any]:
-        try:
-            messages = client.poll(self.profile.poll_timeout_ms / 1000.0)
-        except KafkaException as exc:
-            raise _translated(exc.args[0], "poll of the share group") from None
+        messages = _seam(lambda: client.poll(self.profile.poll_timeout_ms / 1000.0), "poll")
         out = [m for m in messages if m.error() is None]
         if len(out) < len(messages):
             for m in messages:
                 err = m.error()
                 if err is None or err.code() == KafkaError._PARTITION_EOF:
                     continue
-                error = _translated(err, f"share-group poll of {m.topic() or self.topics}")
-                if err.fatal() or err.code() in _NO_SUPPORT:
+                error = from_kafka_error(err, context=f"share-group poll of {m.topic()}")
+                if err.code() in NO_SUPPORT_CODES:
+                    raise with_hint(error)
+                if err.fatal():
                     raise error
                 self.stats.note(str(error), logging.WARNING)
         self._polled_at = time.monotonic()  # the poll's records were acquired about now
@@ -359,10 +363,7 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling):
 
     def _commit(self, client: Any, context: str) -> set[tuple[str, int]]:
         """Commit the acknowledgements; return the partitions whose commit was refused."""
-        try:
-            result = client.commit_sync(_COMMIT_TIMEOUT_S)
-        except KafkaException as exc:
-            raise _translated(exc.args[0], context) from None
+        result = _seam(lambda: client.commit_sync(_COMMIT_TIMEOUT_S), context)
         refused = {(tp.topic, tp.partition) for tp, err in (result or {}).items() if err}
         for (topic, partition), err in (
             ((tp.topic, tp.partition), e) for tp, e in (result or {}).items() if e
@@ -384,9 +385,12 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling):
             self._tel.safeguard("ack_failed", detail)
 
 
-def _translated(err: Any, context: str) -> KafkaClientError:
-    if isinstance(err, KafkaError) and err.code() in _NO_SUPPORT:
-        return from_kafka_error(err, context=f"{context}: {NO_SHARE_GROUPS_HINT}")
-    if isinstance(err, KafkaError):
-        return from_kafka_error(err, context=context)
-    return KafkaClientError(f"{context}: {err}")
+def _seam(call: Callable[[], Any], context: str) -> Any:
+    """One share-consumer call through the error seam (a broker without share groups named)."""
+    try:
+        with translating(context):
+            return call()
+    except KafkaClientError as exc:
+        if exc.code in NO_SUPPORT_CODES:
+            raise with_hint(exc) from exc
+        raise

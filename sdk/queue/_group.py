@@ -10,22 +10,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient
 
 # the names live in private modules: confluent_kafka.admin re-exports them without __all__
 from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
 from confluent_kafka.admin._resource import ResourceType
 
-from sdk.errors import ConfigurationError, KafkaClientError, from_kafka_error
+from sdk._client import translating
+from sdk.errors import ConfigurationError, KafkaClientError, KafkaTimeoutError, SdkError
 from sdk.profiles import QueueProfile
 
-__all__ = ["NO_SHARE_GROUPS_HINT", "apply_group_config"]
+__all__ = ["NO_SHARE_GROUPS_HINT", "NO_SUPPORT_CODES", "apply_group_config", "with_hint"]
 
 NO_SHARE_GROUPS_HINT = (
     "share groups need Apache Kafka 4.1 or later with share groups enabled (Kafka 4.2+ enables "
     "them by default; on 4.1 set the feature share.version=1)"
 )
+
+NO_SUPPORT_CODES = frozenset(
+    (
+        KafkaError.INVALID_REQUEST,
+        KafkaError.UNSUPPORTED_VERSION,
+        KafkaError._UNSUPPORTED_FEATURE,
+    )
+)
+"""Codes with which a broker without share groups refuses their requests."""
 
 _FIELDS = {
     "share.auto.offset.reset": "auto_offset_reset",
@@ -65,25 +75,29 @@ def apply_group_config(profile: QueueProfile, *, timeout_s: float = 30.0) -> dic
     )
     context = f"setting the share-group configs of {profile.group_id!r} ({configs})"
     try:
-        future = admin.incremental_alter_configs([resource], request_timeout=timeout_s)[resource]
-        future.result(timeout=timeout_s + 5)
-    except KafkaException as exc:
-        raise _translate(exc.args[0], context, configs) from None
+        with translating(context):
+            futures = admin.incremental_alter_configs([resource], request_timeout=timeout_s)
+            futures[resource].result(timeout=timeout_s + 5)
+    except KafkaClientError as exc:
+        raise _explained(exc, configs) from exc
     except TimeoutError:  # concurrent.futures on Python 3.11
-        raise from_kafka_error(
-            KafkaError(KafkaError._TIMED_OUT, "no answer from the cluster"), context=context
-        ) from None
+        raise KafkaTimeoutError(f"{context}: no answer within {timeout_s:g}s") from None
     return configs
 
 
-def _translate(err: Any, context: str, configs: dict[str, str]) -> Exception:
-    if not isinstance(err, KafkaError):
-        return KafkaClientError(f"{context}: {err}")
-    code, text = err.code(), err.str()
-    if code == KafkaError.INVALID_CONFIG:
-        named = [key for key in configs if key in text]
+def _explained(exc: KafkaClientError, configs: dict[str, str]) -> SdkError:
+    """The translated error, said in the profile's terms where that helps."""
+    if exc.code == KafkaError.INVALID_CONFIG:
+        named = [key for key in configs if key in str(exc)]
         field = _FIELDS.get(named[0], "queue") if named else "queue"
-        return ConfigurationError(f"{context}: the broker refused a value: {text}", field=field)
-    if code in (KafkaError.INVALID_REQUEST, KafkaError.UNSUPPORTED_VERSION):
-        return from_kafka_error(err, context=f"{context}: {NO_SHARE_GROUPS_HINT}")
-    return from_kafka_error(err, context=context)
+        return ConfigurationError(f"{exc} (the broker refused a value)", field=field)
+    if exc.code in NO_SUPPORT_CODES:
+        return with_hint(exc)
+    return exc
+
+
+def with_hint(exc: KafkaClientError) -> KafkaClientError:
+    """``exc`` again, its message saying what share groups need (the same type and code)."""
+    hinted = type(exc)(f"{exc}: {NO_SHARE_GROUPS_HINT}", kafka_error=exc.kafka_error)
+    hinted.__cause__ = exc
+    return hinted
