@@ -77,19 +77,15 @@ class AtLeastOnceHandling:
         raw, stopped, monotonic = self._decoder.raw, self._stop.is_set, time.monotonic
         lock_end = self._polled_at + self._lock_ms / 1000.0
         budget = self._polled_at + self._lock_ms * LOCK_BUDGET / 1000.0
-        acknowledge, accepted, over = client.acknowledge, 0, 0
+        acknowledge, accepted, over, now = client.acknowledge, 0, 0, monotonic()
         try:
             for i, msg in enumerate(msgs):
                 if stopped():
                     break  # the rest is released by the caller: others need not wait
-                now = monotonic()
-                if now > budget:
-                    if (msg.delivery_count() or 1) < self._spare:
-                        ack(i, _RELEASE)  # before its lock expires mid-handling
-                        over += 1
-                        continue
-                    if now > lock_end:
-                        self._check_slow(msg)
+                if now > budget and (msg.delivery_count() or 1) < self._spare:
+                    ack(i, _RELEASE)  # before its lock expires mid-handling
+                    over += 1
+                    continue
                 if raw:
                     record = ConsumerRecord(msg.key(), msg.value(), msg)
                 else:
@@ -104,8 +100,15 @@ class AtLeastOnceHandling:
                     else:
                         self._call(handler, record, msg)
                 except Exception as exc:
+                    now = monotonic()
+                    if now > lock_end:
+                        self._check_slow(msg)
                     self._failed(exc, [msg], [i], ack, record)
+                    now = monotonic()  # a dead-letter write may have taken a while
                     continue
+                now = monotonic()  # one clock read per record: this check and the next budget
+                if now > lock_end:
+                    self._check_slow(msg)  # acknowledged after its lock: maybe a duplicate
                 del pending[i]
                 acknowledge(msg, _ACCEPT)
                 accepted += 1

@@ -192,3 +192,22 @@ def test_a_poison_record_delays_the_records_behind_it_less_than_in_a_consumer_gr
         assert len(read_topic(bs, dlq, 1)) == 1
     print(f"record behind the poison handled after: {delays}")
     assert delays["queue"] < 0.45 < 1.2 < delays["group"], delays
+
+
+def test_a_handler_slower_than_the_record_lock_is_reported_with_the_measured_time(
+    kafka_cluster: Any, make_topic: Any, make_group: Any
+) -> None:
+    bs = kafka_cluster.bootstrap_servers
+    topic, group = make_topic(1), make_group()
+    seed(bs, topic, 1)
+    profile = queue_profile(bs, "at_least_once", group, record_lock_duration_ms=1_000)
+    with QueueConsumer(profile, [topic]) as queue:
+        stats = queue.run(lambda record: time.sleep(1.6), max_records=1, idle_timeout=30)
+    assert stats.slow_handlers == 1
+    warning = [e for e in stats.events if "longer than the record lock (1,000 ms)" in e]
+    assert warning and " ms after its poll" in warning[0], stats.events
+    # the lock had expired: the late ACCEPT does not count and the broker gives the record out
+    # again, as the warning says
+    left = leftovers(bs, group, topic, 6.0)
+    print(f"late ACCEPT: ack_failures={stats.ack_failures}, left in the queue: {left}")
+    assert (b"0", 2) in left

@@ -66,6 +66,18 @@ def _per_worker(db: Path) -> list[int]:
     return sorted((int(c) for _, c in rows), reverse=True)
 
 
+def _members(bs: str, group: str) -> int:
+    """Members of a consumer group with an assignment, as the coordinator sees it (0: none)."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bs})  # kept referenced until the answer
+    try:
+        state = admin.describe_consumer_groups([group])[group].result(timeout=10)
+    except Exception:  # not there yet
+        return 0
+    return len(state.members) if str(state.state).endswith("STABLE") else 0
+
+
 def _run_workers(
     bs: str, topic: str, group: str, db: Path, *, mode: str, guarantee: str, n: int, workers: int
 ) -> list[_Worker]:
@@ -86,18 +98,25 @@ def _run_workers(
 def test_six_queue_workers_share_two_partitions_where_a_group_leaves_four_idle(
     kafka_cluster: Any, make_topic: Any, make_group: Any, tmp_path: Path
 ) -> None:
-    bs, n = kafka_cluster.bootstrap_servers, 6_000
-    topic = make_topic(2)
-    seed_in_small_batches(bs, topic, n)
+    # QUEUE_SCALE_RECORDS=60000 for the issue's full measurement (docs/queues.md); 6,000 in CI
+    bs, n = kafka_cluster.bootstrap_servers, int(os.environ.get("QUEUE_SCALE_RECORDS", "6000"))
     results: dict[str, list[int]] = {}
     for mode in ("queue", "group"):
+        topic, group = make_topic(2), make_group()
         db = tmp_path / f"{mode}.db"
         Ledger(db).close()
         procs = _run_workers(
-            bs, topic, make_group(), db, mode=mode, guarantee="at_least_once", n=n, workers=6
+            bs, topic, group, db, mode=mode, guarantee="at_least_once", n=n, workers=6
         )
         ledger = Ledger(db)
         try:
+            # the records come once all six have joined: a first worker alone must not take
+            # them all before the others are there (it did, once, on a loaded CI machine)
+            if mode == "group":
+                wait_for(lambda g=group: _members(bs, g) == 6, 120, "six members in the group")
+            else:
+                time.sleep(6.0)  # share-group members need no rebalance; let them start
+            seed_in_small_batches(bs, topic, n)
             wait_for(lambda db=ledger: len(db.counts()) >= n, 180, f"{mode}: every record handled")
             time.sleep(2.0)  # let the late starters show they got nothing more
         finally:
