@@ -14,7 +14,7 @@ from sdk.producer import Producer, ProducerRecord
 from sdk.profiles import ConsumerProfile, Guarantee, ProducerProfile, QueueProfile
 from sdk.serialization import Deserializer, resolve_deserializer
 
-__all__ = ["DeadLetterSink", "FailurePath", "RecordDecoder"]
+__all__ = ["DeadLetterSink", "FailurePath", "RecordDecoder", "dead_letter_sink"]
 
 _log = logging.getLogger("sdk.consumer")
 
@@ -137,6 +137,25 @@ class DeadLetterSink:
             producer.close(self._timeout)
 
 
+def dead_letter_sink(
+    profile: ConsumerProfile | QueueProfile, producer_config: Mapping[str, Any] | None
+) -> DeadLetterSink | None:
+    """The profile's dead-letter sink, or None without ``failure.dlq_topic``.
+
+    Raises:
+        ConfigurationError: A dead-letter producer config without a dead-letter topic, or one
+            that would weaken the at-least-once producer.
+    """
+    if profile.failure.dlq_topic:
+        return DeadLetterSink(profile, producer_config)
+    if producer_config:
+        raise ConfigurationError(
+            "dead_letter_producer_config: the profile has no failure.dlq_topic",
+            field="dead_letter_producer_config",
+        )
+    return None
+
+
 class FailurePath:
     """Decode records and run the handler under the profile's FailurePolicy.
 
@@ -170,14 +189,7 @@ class FailurePath:
         self.decoder = RecordDecoder(key_deserializer, value_deserializer)
         self._runner = HandlerRunner(profile.failure, on_retry=self._count_retry)
         self.telemetry: Telemetry | None = None
-        self.dlq: DeadLetterSink | None = None
-        if profile.failure.dlq_topic:
-            self.dlq = DeadLetterSink(profile, dead_letter_producer_config)
-        elif dead_letter_producer_config:
-            raise ConfigurationError(
-                "dead_letter_producer_config: the profile has no failure.dlq_topic",
-                field="dead_letter_producer_config",
-            )
+        self.dlq = dead_letter_sink(profile, dead_letter_producer_config)
 
     def decode(self, message: Any) -> ConsumerRecord | None:
         """Decode; a poison pill is dead-lettered (returns None) or raised.

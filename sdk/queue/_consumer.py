@@ -31,7 +31,7 @@ from confluent_kafka import AcknowledgeType, KafkaError, ShareConsumer
 
 from sdk._client import translating
 from sdk._signals import sigterm_stops
-from sdk.consumer._failure import DeadLetterSink, RecordDecoder
+from sdk.consumer._failure import RecordDecoder, dead_letter_sink
 from sdk.core.failure import HandlerRunner
 from sdk.core.records import ConsumerRecord
 from sdk.errors import (
@@ -96,14 +96,7 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling):
         self.stats = QueueStats()
         self._decoder = RecordDecoder(key_deserializer, value_deserializer)
         self._runner = HandlerRunner(profile.failure, on_retry=self._count_retry)
-        self._dlq: DeadLetterSink | None = None
-        if profile.failure.dlq_topic:
-            self._dlq = DeadLetterSink(profile, dead_letter_producer_config)
-        elif dead_letter_producer_config:
-            raise ConfigurationError(
-                "dead_letter_producer_config: the profile has no failure.dlq_topic",
-                field="dead_letter_producer_config",
-            )
+        self._dlq = dead_letter_sink(profile, dead_letter_producer_config)
         self._tel: Telemetry | None = (
             None if telemetry is False else (telemetry or Telemetry.default())
         )

@@ -28,9 +28,24 @@ def profile(bootstrap: str, guarantee: str, group: str, **kw: Any) -> ConsumerPr
     return ConsumerProfile(guarantee=guarantee, bootstrap_servers=bootstrap, group_id=group, **kw)
 
 
-def seed(bootstrap: str, topic: str, count: int, *, values: list[bytes] | None = None) -> None:
-    """Write records ``0..count-1`` (value ``str(i)``, key ``k<i % 10>``), or ``values``."""
-    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+def seed(
+    bootstrap: str,
+    topic: str,
+    count: int,
+    *,
+    values: list[bytes] | None = None,
+    producer_config: dict[str, Any] | None = None,
+) -> None:
+    """Write records ``0..count-1`` (value ``str(i)``, key ``k<i % 10>``), or ``values``;
+    ``producer_config`` adds librdkafka producer keys (e.g. a small ``batch.size``)."""
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            **(producer_config or {}),
+        }
+    )
     payloads = values if values is not None else [str(i).encode() for i in range(count)]
     for i, value in enumerate(payloads):
         while True:

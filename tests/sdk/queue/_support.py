@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from confluent_kafka import Producer, ShareConsumer
+from confluent_kafka import ShareConsumer
 
 from sdk.profiles import QueueProfile
+from tests.sdk.consumer._support import seed
 
 __all__ = ["leftovers", "queue_profile", "seed_in_small_batches"]
 
@@ -40,15 +41,7 @@ def leftovers(bootstrap: str, group: str, topic: str, seconds: float) -> list[tu
 
 
 def seed_in_small_batches(bootstrap: str, topic: str, count: int) -> None:
-    """Write records ``0..count-1`` (value ``str(i)``, key ``k<i % 10>``) in producer batches
-    of at most 4 KB: a share group acquires whole batches, so a poll hands out about one batch
-    per partition (big batches make polls of thousands of records, see docs/queues.md)."""
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 4096})
-    for i in range(count):
-        while True:
-            try:
-                p.produce(topic, key=f"k{i % 10}", value=str(i))
-                break
-            except BufferError:
-                p.poll(0.1)
-    assert p.flush(60) == 0
+    """Like ``tests.sdk.consumer._support.seed``, in producer batches of at most 4 KB: a share
+    group acquires whole batches, so a poll hands out about one batch per partition (big
+    batches make polls of thousands of records, see docs/queues.md)."""
+    seed(bootstrap, topic, count, producer_config={"batch.size": 4096})
