@@ -76,7 +76,9 @@ class HandlingLoop:
         slower than that), and at the end of the batch, also after a stop or an error: an
         offset is still stored only after its record was handled, and the commit timer sees
         progress within a millisecond of handler time. (Storing after every record cost
-        ~1.2 us per record, as much as the rest of the loop.)
+        ~1.2 us per record, as much as the rest of the loop.) A :meth:`stop` is seen at those
+        stores, so at most a millisecond of handler time after it (the next record, for a
+        handler slower than that); the rest of the batch is not stored and is read again.
         """
         failure, offsets, client = self._failure, self._offsets, self._client
         raw, alo, stopped = failure.decoder.raw, self.guarantee is _ALO, self._stop.is_set
@@ -85,9 +87,9 @@ class HandlingLoop:
         last_store = monotonic()
         done = handled = stored = 0
         try:
+            if alo and stopped():
+                return  # not stored: read again by the next run or the next owner
             for message in messages:
-                if alo and stopped():
-                    return  # not stored: read again by the next run or the next owner
                 if raw:
                     record = ConsumerRecord(message.key(), message.value(), message)
                 else:
@@ -107,6 +109,8 @@ class HandlingLoop:
                     if now - last_store >= STORE_EVERY_S:
                         offsets.handled(client, messages[stored:done])  # type: ignore[arg-type]
                         stored, last_store = done, now
+                        if stopped():
+                            return  # the rest is not stored: read again
         finally:
             failure.stats.handled += handled
             self._in_flight -= done
