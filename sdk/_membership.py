@@ -18,6 +18,13 @@ lost and assigned back, librdkafka 2.16 delivered offsets 0-499 of a partition t
 apart, both after the new assignment (the reliability pipeline's at_most_once run duplicated
 exactly that one batch in 3 of 7 runs). :class:`HandledMarks` remembers, per partition, the
 position committed before handling; records below it are dropped, never handed out twice.
+
+The same stale delivery can hold records *another* member handled while this one was out of
+the group: fetched before the session was lost, delivered after the partition came back. Its
+own marks cannot see those, and the commit is accepted (this member owns the partition now),
+so the marks are also raised, once per assignment, to the group's committed offsets (one
+``committed()`` call before the first batch of a newly assigned partition is committed): a
+record below the committed offset was committed before handling by whoever read it.
 """
 
 from __future__ import annotations
@@ -119,19 +126,69 @@ class HandledMarks:
     marks live as long as the client: offsets of a partition only grow, so a mark never hides
     a record nobody handled (a topic deleted and re-created under a running client is the
     exception; at-most-once then loses those records, it never repeats them).
+
+    It also knows the partitions assigned to this member: a record of any other partition is
+    never handed out (the classic group coordinator accepts a member's commit for a partition
+    it does not own, so the commit would not stop it).
     """
 
-    __slots__ = ("_marks",)
+    __slots__ = ("_marks", "_owned", "_unchecked")
 
     def __init__(self) -> None:
         self._marks: dict[tuple[str, int], int] = {}
+        self._owned: set[tuple[str, int]] = set()
+        self._unchecked: set[tuple[str, int]] = set()
+
+    def assigned(self, partitions: Iterable[Any]) -> None:
+        """Partitions (TopicPartitions) were assigned: check their committed offsets first."""
+        keys = {(tp.topic, tp.partition) for tp in partitions}
+        self._owned |= keys
+        self._unchecked |= keys
+
+    def released(self, partitions: Iterable[Any]) -> None:
+        """Partitions (TopicPartitions) were revoked or lost: none of their records is fresh."""
+        self._owned -= {(tp.topic, tp.partition) for tp in partitions}
+
+    def check(
+        self,
+        client: ConsumerClient,
+        messages: list[Any],
+        *,
+        timeout_s: float,
+        on_retry: Callable[[str], None] | None = None,
+    ) -> None:
+        """Raise the marks of newly assigned partitions in ``messages`` to their committed offsets.
+
+        Raises:
+            KafkaClientError: ``committed()`` failed after retries (the partitions stay
+                unchecked).
+        """
+        unchecked = self._unchecked
+        if not unchecked:
+            return
+        keys = {(m.topic(), m.partition()) for m in messages} & unchecked
+        if not keys:
+            return
+        asked = [TopicPartition(t, p) for t, p in sorted(keys)]
+        committed = call_kafka(
+            lambda: client.committed(asked, timeout_s),
+            context="committed offsets of newly assigned partitions (at_most_once)",
+            on_retry=on_retry,
+        )
+        check_partitions(committed, "committed offsets (at_most_once)")
+        self.advance(tp for tp in committed if tp.offset >= 0)
+        unchecked -= keys
 
     def fresh(self, messages: list[Any]) -> list[Any]:
-        """The records of ``messages`` not below their partition's mark, in order."""
-        marks = self._marks
-        if not marks:
+        """The records of ``messages`` of assigned partitions, not below their mark, in order."""
+        marks, owned = self._marks, self._owned
+        if not marks and {(m.topic(), m.partition()) for m in messages} <= owned:
             return messages
-        return [m for m in messages if m.offset() >= marks.get((m.topic(), m.partition()), -1)]
+        return [
+            m
+            for m in messages
+            if (key := (m.topic(), m.partition())) in owned and m.offset() >= marks.get(key, -1)
+        ]
 
     def advance(self, offsets: Iterable[Any]) -> None:
         """Raise the marks to the committed ``offsets`` (TopicPartitions)."""
@@ -163,11 +220,13 @@ def commit_before_handling(
     marks: HandledMarks,
     telemetry: Telemetry | None = None,
     on_retry: Callable[[str], None] | None = None,
+    committed_timeout_s: float = 10.0,
 ) -> list[Any]:
     """at_most_once: commit the batch synchronously before any handler sees it.
 
-    Records already handed out (below their partition's :class:`HandledMarks` mark) are
-    dropped first and counted as ``redelivered``. The rest may be handled only if the commit
+    Records already handed out (below their partition's :class:`HandledMarks` mark, which
+    starts at the group's committed offset when the partition is assigned) are dropped first
+    and counted as ``redelivered``. The rest may be handled only if the commit
     was accepted for the member that received the assignment (``assigned_as``): if the group
     session is gone before or after the commit (``memberid()`` changed or cleared, see the
     module docstring), or a rebalance refused the commit (for the whole request or for one
@@ -184,6 +243,8 @@ def commit_before_handling(
         telemetry: Counts a refused batch as ``safeguard=unowned_batch`` and dropped records
             as ``safeguard=redelivered``.
         on_retry: Called before each retry of the commit.
+        committed_timeout_s: Timeout of the ``committed()`` call after an assignment (if it
+            fails the batch is refused and read again, not handled unchecked).
 
     Returns:
         The records that may be handled, in order (empty: nothing to handle).
@@ -201,13 +262,19 @@ def commit_before_handling(
         rewind(client, batch)
         return []
 
+    try:
+        marks.check(client, messages, timeout_s=committed_timeout_s, on_retry=on_retry)
+    except KafkaClientError as exc:
+        batch = messages
+        return refused(f"{context}: {exc}")
     batch = marks.fresh(messages)
     if len(batch) != len(messages):
         dropped = len(messages) - len(batch)
         stats.redelivered += dropped
         why = (
             f"{context}: {dropped} records delivered again below the position already "
-            "committed before handling; not handled again"
+            "committed before handling, or of a partition not assigned to this member; "
+            "not handled"
         )
         stats.note(why)
         if telemetry is not None:

@@ -149,13 +149,20 @@ class OffsetKeeper:
         check_partitions(result, context)
         self.stats.commits += 1
 
-    def on_assign(self, consumer: ConsumerClient) -> None:
-        """Remember which member received the assignment (at_most_once ownership check)."""
+    def on_assign(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
+        """Remember which member received the assignment (at_most_once ownership check).
+
+        at_most_once also checks the new partitions' committed offsets before their first
+        batch is committed (:meth:`HandledMarks.check`): nothing below them is handed out.
+        """
         self._member = member_id(consumer)
+        if not self._alo:
+            self._marks.assigned(partitions)
 
     def on_revoke(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
         """Commit what was handled before the partitions go to another member."""
         self.stats.revoked += 1
+        self._marks.released(partitions)
         try:
             self.commit_stored(consumer, "commit on revoke")
         except SdkError as exc:  # at_least_once: the new owner repeats those records
@@ -166,4 +173,5 @@ class OffsetKeeper:
     def on_lost(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
         """Partitions were lost (session expired): no commit is possible any more."""
         self.stats.lost += 1
+        self._marks.released(partitions)
         self.tracker.forget((tp.topic, tp.partition) for tp in partitions)

@@ -428,7 +428,7 @@ class Consumer(HandlingLoop):
     def _on_assign(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
         self._health.assigned()  # idle_timeout counts from here
         self._assigned |= {(tp.topic, tp.partition) for tp in partitions}
-        self._offsets.on_assign(consumer)
+        self._offsets.on_assign(consumer, partitions)
         if self._telemetry is not None:
             self._telemetry.rebalance("assigned", len(partitions))
 

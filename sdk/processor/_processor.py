@@ -275,6 +275,7 @@ class Processor(HandlingLoop):
                     marks=self._handled_marks,
                     telemetry=self._tel,
                     on_retry=counting(self.stats, self._tel),
+                    committed_timeout_s=self._timeout_s,
                 )
                 if not records:
                     return  # not handled: another member may own these partitions now
@@ -371,6 +372,8 @@ class Processor(HandlingLoop):
     # ---------------------------------------------------------------- rebalance callbacks
     def _on_assign(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
         self._member = member_id(consumer)  # at_most_once: handle only as this member
+        if self.guarantee is Guarantee.AT_MOST_ONCE:  # nothing below the committed offset
+            self._handled_marks.assigned(partitions)
         self.stats.note(f"assigned {len(partitions)} partitions")
         self._tel.rebalance("assigned", len(partitions))
         self._progress.rebalanced("assigned", partitions)
@@ -379,6 +382,7 @@ class Processor(HandlingLoop):
         """Commit (or abort and rewind) the in-flight work before the partitions go."""
         self.stats.revoked += 1
         self._tel.rebalance("revoked", len(partitions))
+        self._handled_marks.released(partitions)
         try:
             self._commit_or_recover()
         except BaseException as exc:  # surfaced by the loop after consume() returns
@@ -390,6 +394,7 @@ class Processor(HandlingLoop):
         """Partitions were lost (session expired): another member may own them; abort."""
         self.stats.lost += 1
         self._tel.rebalance("lost", len(partitions))
+        self._handled_marks.released(partitions)
         if self.guarantee is _EOS and self._txn.open:
             try:  # never raises a fence here: a lost member's epoch may well be stale
                 self._txn.abort_or_recreate(on_fenced="recreate")

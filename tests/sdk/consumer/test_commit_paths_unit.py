@@ -26,12 +26,13 @@ def scripted(
 ) -> FakeConsumerClient:
     """Returns the scripted batches; commit/store raise the scripted errors once each.
 
-    Joins at once (``on_assign`` with no partitions) as member ``member-1``.
+    Joins at once as member ``member-1``, assigned the partitions the batches serve (at_most_once
+    hands out only records of assigned partitions).
     """
     return FakeConsumerClient(
         batches=batches,
         failures={"commit": commit_errors, "store_offsets": store_errors},
-        assign_on_subscribe=[],
+        assign_on_subscribe=sorted({(m.topic(), m.partition()) for b in batches for m in b}),
     )
 
 
@@ -165,3 +166,57 @@ def test_at_most_once_drops_records_delivered_again_below_the_committed_position
     assert client.commits == [[("t", 0, 12)], [("t", 0, 13)]]
     assert (stats.redelivered, stats.commits) == (2, 2)
     assert any("delivered again" in e for e in stats.errors)
+
+
+def test_at_most_once_hands_out_nothing_below_the_committed_offset_at_assignment() -> None:
+    """A stale delivery after the partition came back: records fetched before this member's
+    session was lost, which another member committed (and handled) meanwhile. Its own marks
+    cannot see them; the group's committed offset, read once per assignment, does."""
+    stale = [message("t", 0, 10), message("t", 0, 11), message("t", 0, 12), message("t", 0, 13)]
+    client = FakeConsumerClient(
+        batches=[stale],
+        assign_on_subscribe=[("t", 0)],
+        group_offsets={("t", 0): 12},  # another member committed 10 and 11 before handling
+    )
+    seen: list[int] = []
+    with _consumer("at_most_once", client) as consumer:
+        stats = consumer.run(lambda r: seen.append(r.offset), max_records=2, idle_timeout=0.1)
+    assert seen == [12, 13]
+    assert client.commits == [[("t", 0, 14)]]
+    assert (stats.redelivered, stats.commits) == (2, 1)
+    assert client.calls.count("committed") == 1  # once per assignment, not per batch
+
+
+def test_at_most_once_without_the_committed_offset_refuses_the_batch() -> None:
+    """If the committed offsets of a new assignment cannot be read, the batch is not handled
+    unchecked: it is rewound and read again, and checked then."""
+    batch = [message("t", 0, 10), message("t", 0, 11)]
+    client = FakeConsumerClient(
+        batches=[batch, batch],
+        assign_on_subscribe=[("t", 0)],
+        failures={"committed": [KafkaError.GROUP_AUTHORIZATION_FAILED]},
+    )
+    seen: list[int] = []
+    with _consumer("at_most_once", client) as consumer:
+        stats = consumer.run(lambda r: seen.append(r.offset), max_records=2, idle_timeout=0.1)
+    assert seen == [10, 11]  # handled once, after the second check succeeded
+    assert client.seeks == [("t", 0, 10)]
+    assert client.commits == [[("t", 0, 12)]]
+    assert (stats.commit_refused, stats.commits) == (1, 1)
+    assert any("committed offsets of newly assigned partitions" in e for e in stats.errors)
+
+
+def test_at_most_once_hands_out_no_record_of_a_partition_it_does_not_own() -> None:
+    """A record of a partition not assigned to this member (a stale fetch after a rebalance)
+    is not committed for it nor handled: the group coordinator would accept the commit from
+    any member of the current generation, and the owner handles the record itself."""
+    batch = [message("t", 1, 7), message("t", 0, 3), message("t", 0, 4)]
+    client = FakeConsumerClient(batches=[batch], assign_on_subscribe=[("t", 0)])
+    seen: list[tuple[int, int]] = []
+    with _consumer("at_most_once", client) as consumer:
+        stats = consumer.run(
+            lambda r: seen.append((r.partition, r.offset)), max_records=2, idle_timeout=0.1
+        )
+    assert seen == [(0, 3), (0, 4)]
+    assert client.commits == [[("t", 0, 5)]]
+    assert stats.redelivered == 1

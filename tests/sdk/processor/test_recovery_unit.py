@@ -185,9 +185,13 @@ def test_at_most_once_batch_is_not_handled_when_the_session_is_lost_during_its_c
     consumer.callbacks["on_assign"](consumer, [TopicPartition("in", 0)])
     proc._step()
     proc._step()
-    assert consumer.commits[1:] == [[(0, 4)], [(0, 8)]]
-    assert FakeProducer.instances[0].pending == [str(i).encode() for i in range(8)]
-    assert (proc.stats.commit_refused, proc.stats.records_in) == (1, 8)
+    # The refused commit did land (the group's committed offset is 4), so records 0-3 count as
+    # consumed: whoever owns the partition starts at 4, and a member that cannot tell whether
+    # another one handled them must not (at-most-once loses them; before the check of the
+    # committed offset at assignment this test expected them handled after the rejoin)
+    assert consumer.commits[1:] == [[(0, 8)]]
+    assert FakeProducer.instances[0].pending == [str(i).encode() for i in range(4, 8)]
+    assert (proc.stats.commit_refused, proc.stats.records_in, proc.stats.redelivered) == (1, 4, 4)
     assert proc.committed == {("in", 0): 8}  # the refused commit is not reported
 
 
@@ -329,6 +333,27 @@ def test_at_most_once_never_hands_out_a_record_delivered_again() -> None:
     proc._step()  # 0-3 again: nothing handled, nothing committed
     assert len(consumer.commits) == 3 and proc.stats.redelivered == 6
     assert proc.stats.records_in == 10
+
+
+def test_at_most_once_hands_out_nothing_below_the_committed_offset_at_assignment() -> None:
+    """Records fetched before this member's session was lost, delivered after the partition
+    came back, which another member committed (and handled) meanwhile: the group's committed
+    offset, read once per assignment, keeps them from being handled twice."""
+    consumer = member_consumer(records(10))
+    proc = _at_most_once(consumer)
+    proc.state = ProcessorState.RUNNING
+    proc._start()
+    consumer.callbacks["on_assign"](consumer, [TopicPartition("in", 0)])
+    proc._step()  # 0-3 committed and handled
+    consumer.callbacks["on_lost"](consumer, [TopicPartition("in", 0)])
+    consumer.group_offsets[("in", 0)] = 8  # another member committed 4-7 and handled them
+    consumer.callbacks["on_assign"](consumer, [TopicPartition("in", 0)])
+    proc._step()  # the stale 4-7: dropped, nothing committed
+    proc._step()  # 8, 9
+    assert consumer.commits == [[(0, 4)], [(0, 10)]]
+    assert FakeProducer.instances[0].pending == [str(i).encode() for i in (0, 1, 2, 3, 8, 9)]
+    assert (proc.stats.redelivered, proc.stats.records_in) == (4, 6)
+    assert consumer.calls.count("committed") == 2  # once per assignment
 
 
 @pytest.mark.parametrize("metrics", [False, True], ids=["plain", "metrics-only"])
