@@ -9,6 +9,12 @@ is SIGKILLed three times mid-stream (at 25 %, 50 % and 75 % of the input committ
 restarted each time. Then a separate read_committed consumer counts the output: records lost
 (never copied) and duplicated (copied more than once). Expected: at_most_once may lose but never
 duplicates, at_least_once never loses but may duplicate, exactly_once does neither.
+
+The queue rows do the same through a share group (``sdk.queue.QueueConsumer``, docs/queues.md):
+the worker takes records from the queue, writes them to the output with an SDK Producer and
+acknowledges them (ACCEPT) by the queue guarantee's order; a killed worker's acquired records
+come back when their lock (5 s here) expires. A queue has no exactly-once, so two rows. The
+kills land at 25 %, 50 % and 75 % of the output written. ``--no-queue`` leaves them out.
 """
 
 from __future__ import annotations
@@ -33,8 +39,10 @@ from sdk.testing.admin import create_topic
 from sdk.testing.backends import bootstrap_servers
 
 GUARANTEES = ("at_most_once", "at_least_once", "exactly_once")
+QUEUE_GUARANTEES = ("at_most_once", "at_least_once")  # share groups have no transactions
 PARTITIONS = 4
 KILL_AT = (0.25, 0.50, 0.75)
+LOCK_MS = 5_000  # a killed queue worker's records come back after this
 
 
 # --------------------------------------------------------------------------- the worker process
@@ -74,6 +82,32 @@ def worker(spec: dict[str, Any]) -> None:
     processor.run()
 
 
+def queue_worker(spec: dict[str, Any]) -> None:
+    """Take records from the queue and write them to the output (its own process).
+
+    at_least_once: the poll's records are written and flushed, then acknowledged (ACCEPT);
+    at_most_once: they are acknowledged and committed first, then written.
+    """
+    from sdk.core.records import ConsumerRecord
+    from sdk.profiles import QueueProfile
+    from sdk.queue import QueueConsumer
+
+    g, bs = spec["guarantee"], spec["bootstrap"]
+    out = Producer(ProducerProfile(guarantee=g, bootstrap_servers=bs, linger_ms=5))
+    profile = QueueProfile(
+        guarantee=g, bootstrap_servers=bs, group_id=spec["group"], record_lock_duration_ms=LOCK_MS
+    )
+
+    def copy(records: list[ConsumerRecord]) -> None:
+        out.send_many(ProducerRecord(spec["output"], r.value, r.key) for r in records)
+        out.flush(30)  # acknowledged by the broker before the records are (at_least_once)
+        time.sleep(0.02)  # "work": keeps records in flight when the kill lands
+
+    with QueueConsumer(profile, [spec["input"]]) as queue:
+        queue.run_batch(copy, handle_sigterm=True)
+    out.close()
+
+
 # --------------------------------------------------------------------------- the driver
 def committed(bootstrap: str, group: str, topic: str) -> int:
     """Total committed input offset of ``group`` (read without joining it)."""
@@ -111,6 +145,18 @@ def count_output(bootstrap: str, topic: str, n: int) -> Counter[int]:
     return counts
 
 
+def written(bootstrap: str, topic: str) -> int:
+    """Records in ``topic`` so far (sum of end offsets; the queue rows write no transactions)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"audit-{time.time_ns()}"})
+    try:
+        return sum(
+            consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in range(PARTITIONS)
+        )
+    finally:
+        consumer.close()
+
+
 def start_worker(spec: dict[str, Any], log: Path) -> subprocess.Popen[bytes]:
     """Start a worker process running :func:`worker`."""
     root = Path(__file__).resolve().parents[1]
@@ -127,38 +173,63 @@ def start_worker(spec: dict[str, Any], log: Path) -> subprocess.Popen[bytes]:
         )
 
 
-def run_guarantee(bootstrap: str, guarantee: str, n: int, workdir: Path) -> dict[str, Any]:
+def run_guarantee(
+    bootstrap: str, guarantee: str, n: int, workdir: Path, queue: bool = False
+) -> dict[str, Any]:
     """Copy ``n`` records under ``guarantee`` with three SIGKILLs; count lost and duplicated."""
     run = time.time_ns()
-    spec = {
+    kind = "queue" if queue else "group"
+    spec: dict[str, Any] = {
         "guarantee": guarantee,
         "bootstrap": bootstrap,
-        "input": f"demo-in-{guarantee}-{run}",
-        "output": f"demo-out-{guarantee}-{run}",
-        "group": f"demo-{guarantee}-{run}",
+        "input": f"demo-in-{kind}-{guarantee}-{run}",
+        "output": f"demo-out-{kind}-{guarantee}-{run}",
+        "group": f"demo-{kind}-{guarantee}-{run}",
+        "queue": queue,
     }
     for topic in (spec["input"], spec["output"]):
         create_topic(bootstrap, topic, PARTITIONS)
-    seed = ProducerProfile(guarantee="at_least_once", bootstrap_servers=bootstrap, linger_ms=20)
+    # small producer batches: a share group hands out whole batches, each under one lock
+    seed = ProducerProfile(
+        guarantee="at_least_once",
+        bootstrap_servers=bootstrap,
+        linger_ms=20,
+        extras={"batch.size": 4096} if queue else {},
+    )
     with Producer(seed, key_serializer="str", value_serializer="str") as producer:
         producer.send_many(ProducerRecord(spec["input"], str(i), f"k{i % 100}") for i in range(n))
-    log = workdir / f"{guarantee}.log"
+
+    def progress() -> int:
+        if queue:
+            return written(bootstrap, spec["output"])
+        return committed(bootstrap, spec["group"], spec["input"])
+
+    log = workdir / f"{kind}-{guarantee}.log"
     proc = start_worker(spec, log)
     kills = []
     started = time.monotonic()
     try:
         for fraction in KILL_AT:
-            while (done := committed(bootstrap, spec["group"], spec["input"])) < fraction * n:
+            while (done := progress()) < fraction * n:
                 if proc.poll() is not None:
                     raise RuntimeError(f"{guarantee} worker exited; see {log}")
                 time.sleep(0.1)
             proc.send_signal(signal.SIGKILL)
             proc.wait()
             kills.append(done)
-            print(f"  {guarantee}: SIGKILL at {done:,}/{n:,} committed; restarting", flush=True)
+            what = "written" if queue else "committed"
+            print(f"  {guarantee}: SIGKILL at {done:,}/{n:,} {what}; restarting", flush=True)
             proc = start_worker(spec, log)
         deadline = time.monotonic() + 300
-        while committed(bootstrap, spec["group"], spec["input"]) < n:
+        if queue:  # done when the output stops growing for longer than a record lock
+            last, since = -1, time.monotonic()
+            while time.monotonic() - since < LOCK_MS / 1000 + 5:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError(f"queue {guarantee} did not finish; see {log}")
+                if (now := written(bootstrap, spec["output"])) != last:
+                    last, since = now, time.monotonic()
+                time.sleep(0.5)
+        while not queue and committed(bootstrap, spec["group"], spec["input"]) < n:
             if time.monotonic() > deadline or proc.poll() is not None:
                 raise RuntimeError(f"{guarantee} did not finish; see {log}")
             time.sleep(0.2)
@@ -171,7 +242,7 @@ def run_guarantee(bootstrap: str, guarantee: str, n: int, workdir: Path) -> dict
                 proc.kill()
     counts = count_output(bootstrap, spec["output"], n)
     return {
-        "guarantee": guarantee,
+        "guarantee": f"queue {guarantee}" if queue else guarantee,
         "records": n,
         "kills": len(kills),
         "output": sum(counts.values()),
@@ -185,10 +256,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--records", type=int, default=20_000)
     parser.add_argument("--guarantee", choices=GUARANTEES, action="append")
+    parser.add_argument("--no-queue", action="store_true", help="leave out the queue rows")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        worker(json.loads(args.worker))
+        spec = json.loads(args.worker)
+        (queue_worker if spec.get("queue") else worker)(spec)
         return
     import tempfile
 
@@ -200,23 +273,27 @@ def main() -> None:
         for guarantee in args.guarantee or GUARANTEES:
             print(f"{guarantee}: copying {args.records:,} records, 3 worker crashes", flush=True)
             results.append(run_guarantee(bootstrap, guarantee, args.records, Path(tmp)))
+        queue_rows = [] if args.no_queue else [g for g in args.guarantee or GUARANTEES]
+        for guarantee in (g for g in QUEUE_GUARANTEES if g in queue_rows):
+            print(f"queue {guarantee}: {args.records:,} records, 3 worker crashes", flush=True)
+            results.append(run_guarantee(bootstrap, guarantee, args.records, Path(tmp), True))
     print()
     header = ("guarantee", "records", "kills", "output", "lost", "duplicated")
     print(
-        f"{header[0]:<15} "
+        f"{header[0]:<21} "
         + " ".join(f"{h:>{w}}" for h, w in zip(header[1:], (8, 6, 8, 6, 11), strict=True))
     )
     for r in results:
         print(
-            f"{r['guarantee']:<15} {r['records']:>8,} {r['kills']:>6} {r['output']:>8,} "
+            f"{r['guarantee']:<21} {r['records']:>8,} {r['kills']:>6} {r['output']:>8,} "
             f"{r['lost']:>6,} {r['duplicated']:>11,}"
         )
     print()
     broken = [
         r["guarantee"]
         for r in results
-        if (r["guarantee"] == "at_most_once" and r["duplicated"])
-        or (r["guarantee"] == "at_least_once" and r["lost"])
+        if (r["guarantee"].endswith("at_most_once") and r["duplicated"])
+        or (r["guarantee"].endswith("at_least_once") and r["lost"])
         or (r["guarantee"] == "exactly_once" and (r["lost"] or r["duplicated"]))
     ]
     if broken:
