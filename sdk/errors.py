@@ -37,6 +37,7 @@ from typing import Any
 
 __all__ = [
     "RETRY_FOR_S",
+    "AcknowledgementError",
     "AmbiguousTransactionError",
     "AuthenticationError",
     "AuthorizationError",
@@ -83,6 +84,22 @@ class ConfigurationError(SdkError):
 
 class ClosedError(SdkError):
     """A client was used after ``close()``."""
+
+
+class AcknowledgementError(SdkError):
+    """A queue record was acknowledged twice, or is no longer held by this consumer.
+
+    A share group takes one acknowledgement per delivery of a record; a second one, or one
+    for a record of an earlier poll (already released), would be refused by the broker or, worse,
+    land on a later delivery of the record to this member.
+
+    Attributes:
+        record: The record the acknowledgement was for.
+    """
+
+    def __init__(self, message: str, *, record: Any = None) -> None:
+        super().__init__(message)
+        self.record = record
 
 
 class SerializationError(SdkError):

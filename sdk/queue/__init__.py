@@ -5,12 +5,14 @@ of them, whatever the partition count; records are acknowledged one by one. See
 docs/queues.md for when to use a queue rather than a consumer group.
 
 * :class:`QueueConsumer` — ``run(handler)`` / ``run_batch(handler)`` under a
-  :class:`~sdk.profiles.QueueProfile` (at_most_once or at_least_once; exactly_once is refused).
+  :class:`~sdk.profiles.QueueProfile` (at_most_once or at_least_once; exactly_once is refused),
+  or ``records()`` with ``ack(record, outcome)`` to acknowledge by hand.
 * :func:`apply_group_config` — the share group's broker-side settings from a profile.
 """
 
 from sdk.queue._consumer import QueueConsumer
 from sdk.queue._group import apply_group_config
+from sdk.queue._manual import Outcome
 from sdk.queue._records import QueueStats
 
-__all__ = ["QueueConsumer", "QueueStats", "apply_group_config"]
+__all__ = ["Outcome", "QueueConsumer", "QueueStats", "apply_group_config"]

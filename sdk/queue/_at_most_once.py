@@ -49,16 +49,8 @@ class AtMostOnceHandling:
         pending: dict[int, bool],
         batch: bool,
     ) -> None:
-        for msg in msgs:
-            client.acknowledge(msg, AcknowledgeType.ACCEPT)
         pending.clear()
-        refused = self._commit(client, "at_most_once commit before handling")
-        keep = [m for m in msgs if (m.topic(), m.partition()) not in refused]
-        if len(keep) < len(msgs):
-            self.stats.ack_refused += len(msgs) - len(keep)
-            if self._tel is not None:
-                self._tel.safeguard("ack_refused", f"{len(msgs) - len(keep)} records not handled")
-        self.stats.accepted += len(keep)
+        keep = self._accept_first(client, msgs)
         done = 0
         try:
             if batch:
@@ -79,6 +71,23 @@ class AtMostOnceHandling:
                 done += 1
         finally:
             self.stats.abandoned += len(keep) - done  # accepted, never handled: lost
+
+    def _accept_first(self, client: Any, msgs: list[Any]) -> list[Any]:
+        """ACCEPT every record of a poll and commit that; return the records the broker took.
+
+        Records of a partition whose acknowledgement the broker refused are not handed out
+        (another member may get them).
+        """
+        for msg in msgs:
+            client.acknowledge(msg, AcknowledgeType.ACCEPT)
+        refused = self._commit(client, "at_most_once commit before handling")
+        keep = [m for m in msgs if (m.topic(), m.partition()) not in refused]
+        if len(keep) < len(msgs):
+            self.stats.ack_refused += len(msgs) - len(keep)
+            if self._tel is not None:
+                self._tel.safeguard("ack_refused", f"{len(msgs) - len(keep)} records not handled")
+        self.stats.accepted += len(keep)
+        return keep
 
     def _amo_call(self, handler: Callable[[Any], Any], arg: Any, msgs: list[Any]) -> None:
         try:

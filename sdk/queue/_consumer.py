@@ -47,6 +47,7 @@ from sdk.profiles import Guarantee, QueueProfile
 from sdk.queue._at_least_once import LOCK_BUDGET, AtLeastOnceHandling
 from sdk.queue._at_most_once import AtMostOnceHandling
 from sdk.queue._group import NO_SUPPORT_CODES, apply_group_config, with_hint
+from sdk.queue._manual import ManualAcknowledgement
 from sdk.queue._records import QueueStats
 from sdk.serialization import Deserializer
 
@@ -57,7 +58,7 @@ _ACCEPT, _RELEASE, _REJECT = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, Ac
 _COMMIT_TIMEOUT_S = 30.0
 
 
-class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling):
+class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgement):
     """Consume a queue (share group) with a handler per record or per poll.
 
     Several processes (or threads, one consumer each) with the same ``group_id`` share the

@@ -38,6 +38,8 @@ class QueueStats:
         lock_budget_releases: at_least_once: records released unhandled because most of the
             record lock had passed since their poll (handling them would risk a duplicate).
         abandoned: at_most_once: accepted records never handled (the run stopped mid-batch).
+        unacknowledged: ``records()``, at_least_once: records not acknowledged before the
+            next poll began (or the iteration ended); released, so delivered again.
         events: The last event lines.
     """
 
@@ -57,6 +59,7 @@ class QueueStats:
     slow_handlers: int = 0
     lock_budget_releases: int = 0
     abandoned: int = 0
+    unacknowledged: int = 0
     events: list[str] = field(default_factory=list)
 
     def note(self, event: str, level: int = logging.INFO) -> None:
