@@ -104,10 +104,7 @@ class RecordPath:
         ):
             key, value = self.serialize(record)
         if topic not in self._known_topics:
-            if self._check_topics:
-                self._errors.check_topic(client, record, self._metadata_timeout)
-            # unchecked topics too: the fast path then skips this path for their next records
-            self._known_topics.add(topic)
+            self.check_topic(client, record)
         partition = record.partition
         if partition is None and not self._native:
             try:
@@ -132,6 +129,18 @@ class RecordPath:
         if record.timestamp_ms is not None:
             kwargs["timestamp"] = record.timestamp_ms
         self._produce_bounded(client, topic, value, kwargs, record)
+
+    def check_topic(self, client: Any, record: ProducerRecord) -> None:
+        """Look the record's topic up once (``check_topics``), then remember it.
+
+        Raises:
+            UnknownTopicError: The topic does not exist.
+            KafkaClientError: The lookup failed otherwise.
+        """
+        if self._check_topics:
+            self._errors.check_topic(client, record, self._metadata_timeout)
+        # unchecked topics too: the fast path then skips the general path for their records
+        self._known_topics.add(record.topic)
 
     def serialize(self, record: ProducerRecord) -> tuple[bytes | None, bytes | None]:
         """The record's key and value through the serializers.

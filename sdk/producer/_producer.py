@@ -156,6 +156,7 @@ class Producer(DeliveryLedger, TransactionMethods):
             transactional=self._transactional,
             in_transaction=lambda: self._session is not None and self._session.open,
         )
+        self._path = path
         # the bound method itself, not a delegating method: no extra call per record
         self._produce = path.produce
         """The general path of a record (:meth:`RecordPath.produce`) under the fast path."""
@@ -433,6 +434,20 @@ class Producer(DeliveryLedger, TransactionMethods):
             raise
         poll(0)
         return queued
+
+    def check_topic(self, record: ProducerRecord) -> None:
+        """Check the record's topic exists (one metadata request) before a send needs it.
+
+        ``send()`` does this on the first record to each topic (``check_topics``); calling it
+        first moves that request elsewhere (the asyncio producer runs it off the event loop).
+
+        Raises:
+            UnknownTopicError: The topic does not exist.
+            KafkaClientError: The lookup failed otherwise.
+        """
+        if record.topic not in self._known_topics:
+            client = self._client if self._state is ProducerState.OPEN else self._ensure_client()
+            self._path.check_topic(client, record)
 
     def poll(self, timeout: float = 0.0) -> int:
         """Serve delivery callbacks.
