@@ -3,9 +3,15 @@
 * :class:`AsyncProducer` — ``await send(...)``, ``send_nowait(...)`` returning a future,
   ``async with producer.transaction()``; every record goes through the sync
   :class:`~sdk.producer.Producer` (serializers, partitioner, error seam), called on the loop
-  thread; what blocks runs in a worker thread. See docs/asyncio.md.
+  thread; what blocks runs in a worker thread.
+* :class:`AsyncConsumer` — ``await run(async_handler)`` and ``async for`` with ``ack()``; the
+  sync :class:`~sdk.consumer.Consumer` loop runs unchanged in one worker thread, the handler
+  on the loop.
+
+See docs/asyncio.md.
 """
 
+from sdk.aio._consumer import AsyncConsumer
 from sdk.aio._producer import AsyncProducer
 
-__all__ = ["AsyncProducer"]
+__all__ = ["AsyncConsumer", "AsyncProducer"]

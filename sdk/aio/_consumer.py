@@ -1,0 +1,207 @@
+"""The asyncio consumer: the SDK :class:`~sdk.consumer.Consumer` driven from an event loop.
+
+No second consumer core: the sync Consumer's loop (poll, the at-most-once commit before
+handling, the failure policy, offset stores after handling, the commit at the end of a run,
+rebalance callbacks) runs unchanged in **one worker thread** per AsyncConsumer; only the
+handler runs on the event loop. Each record is handed across
+(``asyncio.run_coroutine_threadsafe``), which costs a thread hop per record: the price of
+keeping every guarantee decision in one place (docs/asyncio.md has the numbers).
+
+Cancellation: cancelling the task awaiting :meth:`AsyncConsumer.run` stops the sync loop and
+cancels the handler in progress; that record counts as not handled (its offset is not stored,
+at_least_once delivers it again), what was handled before is committed, then the
+cancellation propagates. The worker thread is always waited for, so no librdkafka call is
+left running behind the cancelled task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import contextlib
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+from sdk.consumer import Consumer, ConsumerRecord, ConsumerState, ConsumerStats
+from sdk.profiles import ConsumerProfile
+
+__all__ = ["AsyncConsumer"]
+
+T = TypeVar("T")
+
+
+class _Cancelled(BaseException):  # a signal through the sync loop, not an error
+    """Raised in the worker thread when the handler's task was cancelled.
+
+    A BaseException, so the sync failure policy (which catches Exception) does not retry or
+    dead-letter a record whose handling was cancelled: it propagates, unstored.
+    """
+
+
+class AsyncConsumer:
+    """Consume from asyncio code under a :class:`ConsumerProfile`'s guarantee.
+
+    Example::
+
+        async with AsyncConsumer(profile, ["orders"]) as consumer:
+            await consumer.run(handle_order)          # async def handle_order(record): ...
+
+        async with AsyncConsumer(profile, ["orders"]) as consumer:
+            async for record in consumer:
+                await handle(record)
+                consumer.ack(record)                  # at_least_once: stored after this
+
+    Args:
+        profile: An at_most_once or at_least_once consumer profile.
+        topics: Topics to subscribe to.
+        **options: The :class:`~sdk.consumer.Consumer` keyword arguments.
+
+    Raises:
+        ConfigurationError: As the sync Consumer (exactly_once: use the Processor).
+    """
+
+    def __init__(self, profile: ConsumerProfile, topics: Sequence[str], **options: Any) -> None:
+        self._sync = Consumer(profile, topics, **options)
+        self.profile = profile
+        # every call into the sync consumer runs here: one thread owns the librdkafka client
+        self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="aio-consumer")
+        self._acks: collections.deque[ConsumerRecord] = collections.deque()
+        self._records: Any = None
+        self._current: concurrent.futures.Future[Any] | None = None  # the handler in progress
+
+    @property
+    def stats(self) -> ConsumerStats:
+        """The sync Consumer's counters."""
+        return self._sync.stats
+
+    @property
+    def sync(self) -> Consumer:
+        """The sync Consumer underneath."""
+        return self._sync
+
+    async def __aenter__(self) -> AsyncConsumer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def stop(self) -> None:
+        """Make the current run (or iteration) return soon; safe from any thread."""
+        self._sync.stop()
+
+    async def close(self) -> None:
+        """Store pending acks, commit, leave the group (in the worker thread)."""
+        try:
+            await self._call(self._close_sync)
+        finally:
+            self._worker.shutdown(wait=True)
+
+    # ------------------------------------------------------------------ run
+    async def run(
+        self,
+        handler: Callable[[ConsumerRecord], Awaitable[Any]],
+        *,
+        max_records: int | None = None,
+        idle_timeout: float | None = None,
+    ) -> ConsumerStats:
+        """Await ``handler(record)`` for each record; commit per the guarantee (as ``run``).
+
+        Raises:
+            asyncio.CancelledError: The awaiting task was cancelled (after the commit of what
+                was handled).
+            HandlerError, SerializationError, KafkaClientError: As the sync ``run``.
+        """
+        loop = asyncio.get_running_loop()
+
+        def on_loop(record: ConsumerRecord) -> Any:
+            fut = asyncio.run_coroutine_threadsafe(_awaited(handler, record), loop)
+            self._current = fut
+            try:
+                return fut.result()
+            except concurrent.futures.CancelledError:
+                raise _Cancelled() from None
+            finally:
+                self._current = None
+
+        work = loop.run_in_executor(
+            self._worker,
+            functools.partial(
+                self._sync.run, on_loop, max_records=max_records, idle_timeout=idle_timeout
+            ),
+        )
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            self._sync.stop()  # the sync loop returns after the record in hand...
+            current = self._current
+            if current is not None:
+                current.cancel()  # ...which is cancelled too: not handled, not stored
+            with contextlib.suppress(_Cancelled):
+                await asyncio.shield(work)  # the commit of what was handled: wait for it
+            raise
+        except _Cancelled:  # the handler's own task was cancelled, not ours
+            raise asyncio.CancelledError() from None
+
+    # ------------------------------------------------------------------ iteration
+    def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
+        return self._iterate()
+
+    def ack(self, record: ConsumerRecord) -> None:
+        """Acknowledge a record from ``async for`` (at_least_once: stored at the next step).
+
+        Does not block: the store happens in the worker thread before the next record is
+        fetched, and on close.
+        """
+        self._acks.append(record)
+
+    async def _iterate(self) -> AsyncIterator[ConsumerRecord]:
+        self._records = self._sync.records()
+        try:
+            while True:
+                batch = await self._call(self._next_batch)
+                if not batch:
+                    return
+                for record in batch:
+                    yield record
+        finally:
+            records, self._records = self._records, None
+            if records is not None:  # the rest of the poll: at_least_once, read again
+                await asyncio.shield(self._call(records.close))
+
+    def _next_batch(self) -> list[ConsumerRecord]:
+        """In the worker: store the acks so far, then take what the current poll holds."""
+        self._store_acks()
+        records = self._records
+        try:
+            batch = [next(records)]
+        except StopIteration:
+            return []
+        while self._sync._in_flight > 0:  # the rest of the same poll: no waiting
+            try:
+                batch.append(next(records))
+            except StopIteration:
+                break
+        return batch
+
+    def _store_acks(self) -> None:
+        acks = self._acks
+        while acks:
+            self._sync.ack(acks.popleft())
+
+    def _close_sync(self) -> None:
+        if self._records is not None:
+            self._records.close()
+            self._records = None
+        if self._sync.state is not ConsumerState.CLOSED:
+            self._store_acks()
+        self._sync.close()
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._worker, functools.partial(fn, *args))
+
+
+async def _awaited(handler: Callable[[ConsumerRecord], Awaitable[Any]], record: Any) -> Any:
+    return await handler(record)
