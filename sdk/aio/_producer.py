@@ -212,6 +212,9 @@ class AsyncProducer:
             self._resolve(fut, handle)
             return fut
         self._futures[handle] = fut
+        # a failure nobody awaits is still reported by flush() (DeliveryError), as with the
+        # sync Producer: asyncio need not log it as "never retrieved"
+        fut.add_done_callback(_retrieved)
         self._wake.set()
         return fut
 
@@ -328,3 +331,8 @@ class AsyncProducer:
     async def _off_loop(self, fn: Callable[..., T], *args: Any) -> T:
         loop = self._bind()
         return await loop.run_in_executor(None, functools.partial(fn, *args))
+
+
+def _retrieved(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()

@@ -43,6 +43,7 @@ _KINDS = {
     "reject": AcknowledgeType.REJECT,
 }
 _Key = tuple[str, int, int]
+_AUTO_RELEASED = "released unacknowledged"
 
 
 def _key(msg: Any) -> _Key:
@@ -196,6 +197,14 @@ class ManualAcknowledgement:
                 "committed that) before handing it out; it is gone from the queue",
                 record=record,
             )
+        if settled == _AUTO_RELEASED:
+            return AcknowledgementError(
+                f"ack: {_where(key)} is no longer held by this consumer: it was not "
+                "acknowledged before the next poll began (or the iteration ended), so it was "
+                "released and will be delivered again; acknowledge each record before taking "
+                "the next poll's",
+                record=record,
+            )
         if settled is not None:
             return AcknowledgementError(
                 f"ack: {_where(key)} was already acknowledged ({settled}); a share group takes "
@@ -204,13 +213,11 @@ class ManualAcknowledgement:
             )
         return AcknowledgementError(
             f"ack: {_where(key)} is not held by this consumer: it is from an earlier poll "
-            "(released, and delivered again, when the next poll began or the iteration "
-            "ended) or was never handed out by records(); acknowledge each record before "
-            "taking the next poll's",
+            "or was never handed out by records()",
             record=record,
         )
 
-    def _settle(self, msg: Any, kind: Any) -> None:
+    def _settle(self, msg: Any, kind: Any, settled: str = "release") -> None:
         key = _key(msg)
         self._in_flight.pop(key, None)
         self._ack_client.acknowledge(msg, kind)
@@ -221,7 +228,7 @@ class ManualAcknowledgement:
             self._settled[key] = "accept"
         elif kind is AcknowledgeType.RELEASE:
             self.stats.released += 1
-            self._settled[key] = "release"
+            self._settled[key] = settled
         else:
             self.stats.rejected += 1
             self._settled[key] = "reject"
@@ -231,7 +238,7 @@ class ManualAcknowledgement:
         if not left or getattr(self, "_ack_client", None) is None:
             return
         for msg in left:
-            self._settle(msg, AcknowledgeType.RELEASE)
+            self._settle(msg, AcknowledgeType.RELEASE, _AUTO_RELEASED)
         self.stats.unacknowledged += len(left)
         first = _where(_key(left[0]))
         self.stats.note(

@@ -105,6 +105,7 @@ def test_a_cancelled_transaction_is_aborted_and_the_next_one_commits(
         async with p.transaction():
             for i in range(100):
                 p.send_nowait(topic, f"doomed{i}".encode())
+            await p.flush(30)  # in the log, not committed
             started.set()
             await asyncio.sleep(30)  # cancelled here, mid-transaction
 
