@@ -19,25 +19,17 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
-import contextlib
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
+from sdk.aio._bridge import LoopBridge
 from sdk.consumer import Consumer, ConsumerRecord, ConsumerState, ConsumerStats
 from sdk.profiles import ConsumerProfile
 
 __all__ = ["AsyncConsumer"]
 
 T = TypeVar("T")
-
-
-class _Cancelled(BaseException):  # a signal through the sync loop, not an error
-    """Raised in the worker thread when the handler's task was cancelled.
-
-    A BaseException, so the sync failure policy (which catches Exception) does not retry or
-    dead-letter a record whose handling was cancelled: it propagates, unstored.
-    """
 
 
 class AsyncConsumer:
@@ -69,7 +61,7 @@ class AsyncConsumer:
         self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="aio-consumer")
         self._acks: collections.deque[ConsumerRecord] = collections.deque()
         self._records: Any = None
-        self._current: concurrent.futures.Future[Any] | None = None  # the handler in progress
+        self._bridge = LoopBridge(self._worker, self._sync.stop)
 
     @property
     def stats(self) -> ConsumerStats:
@@ -114,35 +106,12 @@ class AsyncConsumer:
             HandlerError, SerializationError, KafkaClientError: As the sync ``run``.
         """
         loop = asyncio.get_running_loop()
-
-        def on_loop(record: ConsumerRecord) -> Any:
-            fut = asyncio.run_coroutine_threadsafe(_awaited(handler, record), loop)
-            self._current = fut
-            try:
-                return fut.result()
-            except concurrent.futures.CancelledError:
-                raise _Cancelled() from None
-            finally:
-                self._current = None
-
-        work = loop.run_in_executor(
-            self._worker,
+        shim = self._bridge.sync_handler(handler, loop)
+        return await self._bridge.run(
             functools.partial(
-                self._sync.run, on_loop, max_records=max_records, idle_timeout=idle_timeout
-            ),
+                self._sync.run, shim, max_records=max_records, idle_timeout=idle_timeout
+            )
         )
-        try:
-            return await asyncio.shield(work)
-        except asyncio.CancelledError:
-            self._sync.stop()  # the sync loop returns after the record in hand...
-            current = self._current
-            if current is not None:
-                current.cancel()  # ...which is cancelled too: not handled, not stored
-            with contextlib.suppress(_Cancelled):
-                await asyncio.shield(work)  # the commit of what was handled: wait for it
-            raise
-        except _Cancelled:  # the handler's own task was cancelled, not ours
-            raise asyncio.CancelledError() from None
 
     # ------------------------------------------------------------------ iteration
     def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
@@ -201,7 +170,3 @@ class AsyncConsumer:
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._worker, functools.partial(fn, *args))
-
-
-async def _awaited(handler: Callable[[ConsumerRecord], Awaitable[Any]], record: Any) -> Any:
-    return await handler(record)

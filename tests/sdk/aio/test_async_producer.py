@@ -12,42 +12,14 @@ import time
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
 from sdk.aio import AsyncProducer
 from sdk.errors import KafkaTimeoutError, SdkError, UnknownTopicError
 from sdk.producer import ProducerRecord, RecordMetadata
 from sdk.profiles import ProducerProfile
+from tests.sdk.aio._support import read_all
 
 pytestmark = pytest.mark.broker
-
-
-def read_all(bootstrap: str, topic: str, partitions: int, committed: bool = True) -> list[bytes]:
-    """Every record of ``topic`` (read_committed by default), read to the end."""
-    c = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"read-{time.time_ns()}",
-            "isolation.level": "read_committed" if committed else "read_uncommitted",
-            "enable.partition.eof": True,
-            "enable.auto.commit": False,
-        }
-    )
-    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    out: list[bytes] = []
-    eof: set[int] = set()
-    deadline = time.monotonic() + 30
-    try:
-        while len(eof) < partitions and time.monotonic() < deadline:
-            for m in c.consume(500, 0.5):
-                if m.error():
-                    eof.add(m.partition())
-                    continue
-                eof.discard(m.partition())
-                out.append(m.value())
-    finally:
-        c.close()
-    return out
 
 
 def test_awaited_and_unawaited_sends_are_all_acknowledged(

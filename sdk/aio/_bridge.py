@@ -1,0 +1,85 @@
+"""The one crossing between a sync core loop in a worker thread and handlers on the loop.
+
+:class:`LoopBridge` turns an async handler into the sync handler the core expects: each call
+runs the coroutine on the event loop (``asyncio.run_coroutine_threadsafe``) and waits for it
+in the worker thread. A cancelled handler surfaces in the core as :class:`HandlerCancelled`,
+a ``BaseException``, so the core's failure policy (which catches ``Exception``) neither
+retries nor dead-letters it: it leaves the core's loop with the record unhandled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+__all__ = ["HandlerCancelled", "LoopBridge"]
+
+T = TypeVar("T")
+
+
+class HandlerCancelled(BaseException):  # a signal through the sync core, not an error
+    """The handler's task was cancelled: the record in hand is not handled."""
+
+
+class LoopBridge:
+    """Run a sync core's loop in ``worker`` while its handler runs on the event loop.
+
+    Args:
+        worker: The core's own thread (one per client: it owns the librdkafka client).
+        stop: The core's ``stop()``.
+    """
+
+    def __init__(self, worker: concurrent.futures.Executor, stop: Callable[[], None]) -> None:
+        self._worker = worker
+        self._stop = stop
+        self._current: concurrent.futures.Future[Any] | None = None
+
+    def sync_handler(
+        self, handler: Callable[[Any], Awaitable[T]], loop: asyncio.AbstractEventLoop
+    ) -> Callable[[Any], T]:
+        """The sync handler the core calls (in the worker thread) for each record."""
+
+        def call(arg: Any) -> T:
+            fut = asyncio.run_coroutine_threadsafe(_awaited(handler, arg), loop)
+            self._current = fut
+            try:
+                return fut.result()
+            except concurrent.futures.CancelledError:
+                raise HandlerCancelled() from None
+            finally:
+                self._current = None
+
+        return call
+
+    async def run(self, fn: Callable[[], T]) -> T:
+        """Run the core's loop ``fn`` in the worker; a cancellation stops it, then waits.
+
+        The core returns after the record in hand (whose handler is cancelled too, so it
+        counts as not handled), runs its own way out (commit what was handled, abort an open
+        transaction) and only then does the cancellation propagate: nothing of the core is
+        left running behind the cancelled task.
+
+        Raises:
+            asyncio.CancelledError: The awaiting task (or the handler's) was cancelled.
+        """
+        loop = asyncio.get_running_loop()
+        work = loop.run_in_executor(self._worker, fn)
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            self._stop()
+            current = self._current
+            if current is not None:
+                current.cancel()
+            with contextlib.suppress(HandlerCancelled):
+                await asyncio.shield(work)
+            raise
+        except HandlerCancelled:  # the handler's own task was cancelled, not ours
+            raise asyncio.CancelledError() from None
+
+
+async def _awaited(handler: Callable[[Any], Awaitable[T]], arg: Any) -> T:
+    return await handler(arg)
