@@ -25,6 +25,9 @@ EXAMPLES: dict[str, tuple[list[str], list[str]]] = {
     "order_service.py": (["--orders", "500"], ["order service: 500 orders in"]),
     "work_queue.py": (["--jobs", "2000", "--workers", "3"], ["work queue: OK"]),
 }
+# The demo copies its records five times with three kills each (two of them through a share group,
+# waiting out record locks): about 4 minutes for 4,000 records on 2 cores, the others well under 3
+TIMEOUT_S = {"guarantees_demo.py": 420}
 # Run as `./dev.sh demo` does, on their own embedded cluster: it stops before the process exits,
 # so a client left open shows up as librdkafka FAIL lines (an external cluster would hide it).
 EMBEDDED = {"guarantees_demo.py"}
@@ -50,7 +53,7 @@ def test_example_runs(name: str, request: pytest.FixtureRequest) -> None:
         text=True,
         env=env,
         cwd=ROOT,
-        timeout=180,
+        timeout=TIMEOUT_S.get(name, 180),
         check=False,
     )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
