@@ -152,11 +152,6 @@ class TransactionSession:
             on_retry=retried,
         )
 
-    @property
-    def stuck(self) -> bool:
-        """A call ignored its timeout and may still be blocked in the client: do not call it."""
-        return self._stuck
-
     def _client(self) -> ProducerClient:
         client: ProducerClient = self.producer._ensure_client()
         return client
@@ -317,22 +312,19 @@ class TransactionSession:
         self.failures_in_a_row = 0
         self._end_span("committed")
 
-    def abort(
-        self, cause: BaseException | None = None, timeout: float | None = None, attempts: int = 5
-    ) -> None:
+    def abort(self, cause: BaseException | None = None, timeout: float | None = None) -> None:
         """Abort the open transaction (purges unsent records; failed deliveries forgotten).
 
         Args:
             cause: The error that made the abort necessary (recorded on the span).
             timeout: Seconds for the call (default: the call timeout).
-            attempts: Attempts while the error is transient (1: no retry, e.g. on the way out).
 
         Raises:
             KafkaClientError: abort failed (AmbiguousTransactionError on a timeout).
         """
         client = self._client()
         t = self.timeout_s if timeout is None else timeout
-        self._call(lambda: client.abort_transaction(t), "abort_transaction", attempts=attempts)
+        self._call(lambda: client.abort_transaction(t), "abort_transaction")
         self.producer._take_failures()  # the abort reports them; they are not delivered
         self.open = False
         self._end_span("aborted", cause)

@@ -228,27 +228,8 @@ class Processor(HandlingLoop):
                 self._step()
             self.state = ProcessorState.STOPPING
             self._commit_or_recover()
-        except BaseException as exc:
-            self._abort_open(exc)
-            raise
         finally:
             self.close()
-
-    def _abort_open(self, cause: BaseException) -> None:
-        """Leaving on an exception (a cancellation too): abort the open transaction now.
-
-        Closing alone would leave it open on the coordinator until a new epoch or its
-        timeout, holding back every read_committed reader of the output partitions.
-        """
-        if self.guarantee is not _EOS or not self._txn.open or self._txn.stuck:
-            return
-        try:
-            self._txn.abort(cause, timeout=min(self._timeout_s, 5.0), attempts=1)
-        except SdkError as exc:  # fenced or broken: the next epoch aborts it
-            self.stats.note(f"abort on the way out failed ({exc}); the next epoch aborts it")
-            return
-        self.stats.aborts += 1
-        self.stats.note(f"open transaction aborted on the way out ({type(cause).__name__})")
 
     def _start(self) -> None:
         config: dict[str, Any] = dict(self.profile.consumer.render())
