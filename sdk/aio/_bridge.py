@@ -35,22 +35,32 @@ class LoopBridge:
     def __init__(self, worker: concurrent.futures.Executor, stop: Callable[[], None]) -> None:
         self._worker = worker
         self._stop = stop
-        self._current: concurrent.futures.Future[Any] | None = None
+        # both touched only on the loop thread: the handler's task registers itself before
+        # its body runs, so a cancellation always finds it (the worker thread may not even
+        # have returned from run_coroutine_threadsafe yet)
+        self._task: asyncio.Task[Any] | None = None
+        self._cancelled = False
 
     def sync_handler(
         self, handler: Callable[[Any], Awaitable[T]], loop: asyncio.AbstractEventLoop
     ) -> Callable[[Any], T]:
         """The sync handler the core calls (in the worker thread) for each record."""
 
+        async def on_loop(arg: Any) -> T:
+            if self._cancelled:  # cancelled before this record's handler began: not handled
+                raise asyncio.CancelledError()
+            self._task = asyncio.current_task()
+            try:
+                return await handler(arg)
+            finally:
+                self._task = None
+
         def call(arg: Any) -> T:
-            fut = asyncio.run_coroutine_threadsafe(_awaited(handler, arg), loop)
-            self._current = fut
+            fut = asyncio.run_coroutine_threadsafe(on_loop(arg), loop)
             try:
                 return fut.result()
             except concurrent.futures.CancelledError:
                 raise HandlerCancelled() from None
-            finally:
-                self._current = None
 
         return call
 
@@ -66,20 +76,17 @@ class LoopBridge:
             asyncio.CancelledError: The awaiting task (or the handler's) was cancelled.
         """
         loop = asyncio.get_running_loop()
+        self._cancelled = False
         work = loop.run_in_executor(self._worker, fn)
         try:
             return await asyncio.shield(work)
         except asyncio.CancelledError:
             self._stop()
-            current = self._current
-            if current is not None:
-                current.cancel()
+            self._cancelled = True
+            if self._task is not None:
+                self._task.cancel()
             with contextlib.suppress(HandlerCancelled):
                 await asyncio.shield(work)
             raise
         except HandlerCancelled:  # the handler's own task was cancelled, not ours
             raise asyncio.CancelledError() from None
-
-
-async def _awaited(handler: Callable[[Any], Awaitable[T]], arg: Any) -> T:
-    return await handler(arg)
