@@ -7,11 +7,15 @@
 * :class:`AsyncConsumer` — ``await run(async_handler)`` and ``async for`` with ``ack()``; the
   sync :class:`~sdk.consumer.Consumer` loop runs unchanged in one worker thread, the handler
   on the loop.
+* :class:`AsyncProcessor` — read-process-write with an async handler; the sync
+  :class:`~sdk.processor.Processor` (one transactional session) runs unchanged in one worker
+  thread; a cancellation aborts its open transaction.
 
 See docs/asyncio.md.
 """
 
 from sdk.aio._consumer import AsyncConsumer
+from sdk.aio._processor import AsyncProcessor
 from sdk.aio._producer import AsyncProducer
 
-__all__ = ["AsyncConsumer", "AsyncProducer"]
+__all__ = ["AsyncConsumer", "AsyncProcessor", "AsyncProducer"]

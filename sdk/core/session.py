@@ -152,6 +152,11 @@ class TransactionSession:
             on_retry=retried,
         )
 
+    @property
+    def stuck(self) -> bool:
+        """A call ignored its timeout and may still be blocked in the client: do not call it."""
+        return self._stuck
+
     def _client(self) -> ProducerClient:
         client: ProducerClient = self.producer._ensure_client()
         return client
@@ -213,8 +218,12 @@ class TransactionSession:
         """
         self.producer._serve("serve delivery reports")
 
-    def flush(self, context: str = "commit step 2 (flush)") -> None:
+    def flush(self, context: str = "commit step 2 (flush)", timeout: float | None = None) -> None:
         """Step 2: wait until every queued record is acknowledged or failed.
+
+        Args:
+            context: Names the step in errors.
+            timeout: Seconds to wait (default: ``message.timeout.ms`` plus a margin).
 
         Raises:
             AmbiguousTransactionError: Records left after ``message.timeout.ms``
@@ -223,7 +232,8 @@ class TransactionSession:
                 outside a transaction).
         """
         client = self._client()
-        remaining = self._call(lambda: client.flush(self.flush_timeout_s), context, attempts=1)
+        t = self.flush_timeout_s if timeout is None else timeout
+        remaining = self._call(lambda: client.flush(t), context, attempts=1)
         if remaining:
             raise from_kafka_error(
                 timeout_error(f"{remaining} records unacknowledged"),
@@ -312,19 +322,22 @@ class TransactionSession:
         self.failures_in_a_row = 0
         self._end_span("committed")
 
-    def abort(self, cause: BaseException | None = None, timeout: float | None = None) -> None:
+    def abort(
+        self, cause: BaseException | None = None, timeout: float | None = None, attempts: int = 5
+    ) -> None:
         """Abort the open transaction (purges unsent records; failed deliveries forgotten).
 
         Args:
             cause: The error that made the abort necessary (recorded on the span).
             timeout: Seconds for the call (default: the call timeout).
+            attempts: Attempts while the error is transient (1: no retry, e.g. on the way out).
 
         Raises:
             KafkaClientError: abort failed (AmbiguousTransactionError on a timeout).
         """
         client = self._client()
         t = self.timeout_s if timeout is None else timeout
-        self._call(lambda: client.abort_transaction(t), "abort_transaction")
+        self._call(lambda: client.abort_transaction(t), "abort_transaction", attempts=attempts)
         self.producer._take_failures()  # the abort reports them; they are not delivered
         self.open = False
         self._end_span("aborted", cause)

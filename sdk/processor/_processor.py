@@ -228,8 +228,34 @@ class Processor(HandlingLoop):
                 self._step()
             self.state = ProcessorState.STOPPING
             self._commit_or_recover()
+        except BaseException as exc:
+            self._abort_open(exc)
+            raise
         finally:
             self.close()
+
+    def _abort_open(self, cause: BaseException) -> None:
+        """Leaving on an exception (a cancellation too): abort the open transaction now.
+
+        Closing alone would revoke the partitions, and the revoke commits the open
+        transaction: an exception raised between two outputs of one record would commit half
+        of its outputs without its offset. An abort is right whatever the exception was.
+        """
+        if self.guarantee is not _EOS or not self._txn.open or self._txn.stuck:
+            return
+        bound = min(self._timeout_s, 5.0)
+        # librdkafka #4849: an abort sent while the transaction's AddPartitionsToTxn is still
+        # in flight (records produced a moment ago) is refused by the broker with a fatal
+        # INVALID_TXN_STATE; once the records are acknowledged, their partitions are in it
+        with contextlib.suppress(SdkError):  # a failed record: the abort is still right
+            self._txn.flush("flush before the abort on the way out", timeout=bound)
+        try:
+            self._txn.abort(cause, timeout=bound, attempts=1)
+        except SdkError as exc:  # fenced or broken: the next epoch aborts it
+            self.stats.note(f"abort on the way out failed ({exc}); the next epoch aborts it")
+            return
+        self.stats.aborts += 1
+        self.stats.note(f"open transaction aborted on the way out ({type(cause).__name__})")
 
     def _start(self) -> None:
         config: dict[str, Any] = dict(self.profile.consumer.render())

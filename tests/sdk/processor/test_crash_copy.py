@@ -158,9 +158,9 @@ def test_zombie_is_fenced(
         # (session expired) before a tried to commit, or a's late commit was refused
         # (generation fenced, KIP-447). Which comes first is a race; both must abort.
         assert sa["aborts"] >= 1
-        assert sa["lost"] >= 1 or any(
-            "send_offsets_to_transaction" in e for e in sa["events"]
-        ), sa["events"]
+        assert sa["lost"] >= 1 or any("send_offsets_to_transaction" in e for e in sa["events"]), sa[
+            "events"
+        ]
     finally:
         a.terminate()
         b.terminate()

@@ -208,6 +208,35 @@ def test_handler_failure_stop_aborts_and_raises(
     assert committed_total(bs, group, src, 1) == 0
 
 
+def test_leaving_on_an_exception_aborts_the_open_transaction_at_once(
+    kafka_cluster: Any, make_topic: Any, make_group: Any
+) -> None:
+    """A BaseException out of the handler (KeyboardInterrupt here; a cancelled AsyncProcessor
+    alike) ends run() with a transaction open: it is aborted before close, so a record written
+    afterwards is read_committed at once (not after transaction.timeout.ms)."""
+    bs = kafka_cluster.bootstrap_servers
+    src, dst, group = make_topic(1), make_topic(1), make_group()
+    seed(bs, src, 100)
+
+    def handler(r: Any) -> list[OutputRecord]:
+        if r.value == b"50":
+            raise KeyboardInterrupt  # records 0-49 are in the open transaction
+        return [OutputRecord(topic=dst, key=r.key, value=r.value)]
+
+    profile = eos_profile(bs, group, commit_interval_ms=30_000)
+    proc = Processor(profile, [src], handler, instance_id="k")
+    with pytest.raises(KeyboardInterrupt):
+        proc.run()
+    assert proc.stats.aborts == 1
+    marker = Producer({"bootstrap.servers": bs})
+    marker.produce(dst, b"999", key=b"marker")
+    assert marker.flush(10) == 0
+    # read_committed stops at the last stable offset: an open transaction would hide the marker
+    v = verify(bs, dst, 1, 0)
+    assert v.values == {"marker": [999]}  # the marker only: the aborted 50 are not visible
+    assert committed_total(bs, group, src, 1) == 0
+
+
 @pytest.mark.parametrize("guarantee", ["at_least_once", "at_most_once"])
 def test_other_guarantees_same_api(
     kafka_cluster: Any, make_topic: Any, make_group: Any, guarantee: str

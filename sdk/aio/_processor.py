@@ -1,0 +1,98 @@
+"""The asyncio read-process-write: the SDK :class:`~sdk.processor.Processor` with async handlers.
+
+No second transaction loop: the sync Processor (one transactional session, KIP-447 group
+metadata, the commit order, every recovery path, rebalance callbacks) runs unchanged in one
+worker thread; only the handler runs on the event loop, one record at a time (ordering per
+partition is the sync Processor's). Cancelling the task awaiting :meth:`AsyncProcessor.run`
+stops the loop and cancels the handler in progress; exactly_once then aborts the open
+transaction before the Processor closes (nothing of it is visible, and read_committed
+readers are not held back until its timeout), and the cancellation propagates once the worker
+is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any
+
+from sdk.aio._bridge import LoopBridge
+from sdk.consumer import ConsumerRecord
+from sdk.processor import OutputRecord, Processor, ProcessorStats
+from sdk.profiles import ProcessingProfile
+
+__all__ = ["AsyncProcessor"]
+
+AsyncHandler = Callable[[ConsumerRecord], Awaitable[Iterable[OutputRecord] | None]]
+
+
+class AsyncProcessor:
+    """Consume → ``await handler(record)`` → produce, under a :class:`ProcessingProfile`.
+
+    Example::
+
+        async def enrich(record):
+            data = await fetch(record.key)
+            return [OutputRecord("enriched", data, record.key)]
+
+        await AsyncProcessor(profile, ["orders"], enrich, instance_id="pod-0").run()
+
+    Args:
+        profile: The processing profile (exactly_once, at_least_once or at_most_once).
+        input_topics: Topics to subscribe to.
+        handler: ``async record -> iterable of OutputRecord`` (or None).
+        **options: The :class:`~sdk.processor.Processor` keyword arguments (``instance_id``,
+            ``transactional_id``, ``on_fenced``, ``partitioner``, ``telemetry``, ...).
+
+    Raises:
+        ConfigurationError: As the sync Processor.
+    """
+
+    def __init__(
+        self,
+        profile: ProcessingProfile,
+        input_topics: Sequence[str],
+        handler: AsyncHandler,
+        **options: Any,
+    ) -> None:
+        self._handler = handler
+        self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="aio-processor")
+        self._shim: Callable[[ConsumerRecord], Any] | None = None  # set by run()
+        self._sync = Processor(profile, input_topics, self._call, **options)
+        self._bridge = LoopBridge(self._worker, self._sync.stop)
+        self.profile = profile
+
+    @property
+    def stats(self) -> ProcessorStats:
+        """The sync Processor's counters."""
+        return self._sync.stats
+
+    @property
+    def sync(self) -> Processor:
+        """The sync Processor underneath."""
+        return self._sync
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to commit what it has and return (safe from any thread)."""
+        self._sync.stop()
+
+    async def run(self, *, max_seconds: float | None = None) -> ProcessorStats:
+        """Run until :meth:`stop`, ``max_seconds`` or cancellation; commit and close on the way out.
+
+        Raises:
+            asyncio.CancelledError: The awaiting task was cancelled (after the worker
+                committed or aborted and closed).
+            ProducerFencedError, HandlerError, KafkaClientError: As the sync ``run``.
+        """
+        self._shim = self._bridge.sync_handler(self._handler, asyncio.get_running_loop())
+        loop_of_core = functools.partial(self._sync.run, max_seconds=max_seconds)
+        try:
+            return await self._bridge.run(loop_of_core)
+        finally:
+            self._worker.shutdown(wait=False)
+
+    def _call(self, record: ConsumerRecord) -> Any:
+        assert self._shim is not None  # the Processor calls it only inside run()
+        return self._shim(record)  # the current run's bridge to the loop
