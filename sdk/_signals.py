@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -10,7 +11,7 @@ from typing import Any
 
 from sdk.errors import ConfigurationError
 
-__all__ = ["sigterm_stops"]
+__all__ = ["loop_sigterm_stops", "sigterm_stops"]
 
 
 @contextmanager
@@ -38,3 +39,32 @@ def sigterm_stops(stop: Callable[[], None], enabled: bool) -> Iterator[None]:
         yield
     finally:  # None: the previous handler was not set from Python
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+@contextmanager
+def loop_sigterm_stops(
+    loop: asyncio.AbstractEventLoop, stop: Callable[[], None], enabled: bool
+) -> Iterator[None]:
+    """The asyncio form of :func:`sigterm_stops`: SIGTERM calls ``stop()`` on ``loop``.
+
+    ``loop.add_signal_handler`` runs ``stop`` as a loop callback, not inside a signal frame.
+
+    Raises:
+        ConfigurationError: ``enabled`` when ``loop`` does not run in the main thread (or
+            the platform has no loop signal handlers).
+    """
+    if not enabled:
+        yield
+        return
+    try:
+        loop.add_signal_handler(signal.SIGTERM, stop)
+    except (RuntimeError, ValueError, NotImplementedError) as exc:
+        raise ConfigurationError(
+            f"handle_sigterm: cannot install a SIGTERM handler on this event loop ({exc}); "
+            "run the loop in the main thread",
+            field="handle_sigterm",
+        ) from exc
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)

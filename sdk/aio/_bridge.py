@@ -15,6 +15,8 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from sdk._signals import loop_sigterm_stops
+
 __all__ = ["HandlerCancelled", "LoopBridge"]
 
 T = TypeVar("T")
@@ -64,7 +66,7 @@ class LoopBridge:
 
         return call
 
-    async def run(self, fn: Callable[[], T]) -> T:
+    async def run(self, fn: Callable[[], T], *, handle_sigterm: bool = False) -> T:
         """Run the core's loop ``fn`` in the worker; a cancellation stops it, then waits.
 
         The core returns after the record in hand (whose handler is cancelled too, so it
@@ -72,10 +74,18 @@ class LoopBridge:
         transaction) and only then does the cancellation propagate: nothing of the core is
         left running behind the cancelled task.
 
+        ``handle_sigterm`` turns SIGTERM into the core's ``stop()`` while it runs (the
+        loop must run in the main thread), as the sync ``run(handle_sigterm=True)``.
+
         Raises:
             asyncio.CancelledError: The awaiting task (or the handler's) was cancelled.
+            ConfigurationError: ``handle_sigterm`` on a loop outside the main thread.
         """
         loop = asyncio.get_running_loop()
+        with loop_sigterm_stops(loop, self._stop, handle_sigterm):
+            return await self._run(loop, fn)
+
+    async def _run(self, loop: asyncio.AbstractEventLoop, fn: Callable[[], T]) -> T:
         self._cancelled = False
         work = loop.run_in_executor(self._worker, fn)
         try:

@@ -97,20 +97,30 @@ class AsyncConsumer:
         *,
         max_records: int | None = None,
         idle_timeout: float | None = None,
+        handle_sigterm: bool = False,
     ) -> ConsumerStats:
         """Await ``handler(record)`` for each record; commit per the guarantee (as ``run``).
+
+        Args:
+            handler: ``async record -> None``.
+            max_records: Return after this many records.
+            idle_timeout: Return after this long without a record.
+            handle_sigterm: SIGTERM stops the run (commit what was handled, then return);
+                the loop must run in the main thread.
 
         Raises:
             asyncio.CancelledError: The awaiting task was cancelled (after the commit of what
                 was handled).
             HandlerError, SerializationError, KafkaClientError: As the sync ``run``.
+            ConfigurationError: ``handle_sigterm`` outside the main thread.
         """
         loop = asyncio.get_running_loop()
         shim = self._bridge.sync_handler(handler, loop)
         return await self._bridge.run(
             functools.partial(
                 self._sync.run, shim, max_records=max_records, idle_timeout=idle_timeout
-            )
+            ),
+            handle_sigterm=handle_sigterm,
         )
 
     # ------------------------------------------------------------------ iteration

@@ -37,7 +37,10 @@ class AsyncProcessor:
             data = await fetch(record.key)
             return [OutputRecord("enriched", data, record.key)]
 
-        await AsyncProcessor(profile, ["orders"], enrich, instance_id="pod-0").run()
+        async with AsyncProcessor(profile, ["orders"], enrich, instance_id="pod-0") as proc:
+            await proc.run(handle_sigterm=True)
+
+    Like the sync Processor it runs once: after :meth:`run` returns it is closed.
 
     Args:
         profile: The processing profile (exactly_once, at_least_once or at_most_once).
@@ -62,7 +65,23 @@ class AsyncProcessor:
         self._shim: Callable[[ConsumerRecord], Any] | None = None  # set by run()
         self._sync = Processor(profile, input_topics, self._call, **options)
         self._bridge = LoopBridge(self._worker, self._sync.stop)
+        self._finished: asyncio.Event | None = None  # set while a run is in progress
         self.profile = profile
+
+    async def __aenter__(self) -> AsyncProcessor:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Stop a run in progress and wait until it committed and closed (idempotent)."""
+        self._sync.stop()
+        if self._finished is not None:
+            await self._finished.wait()
+            return
+        self._sync.close()  # never ran: no client was created, nothing blocks
+        self._worker.shutdown(wait=False)
 
     @property
     def stats(self) -> ProcessorStats:
@@ -78,20 +97,30 @@ class AsyncProcessor:
         """Ask :meth:`run` to commit what it has and return (safe from any thread)."""
         self._sync.stop()
 
-    async def run(self, *, max_seconds: float | None = None) -> ProcessorStats:
+    async def run(
+        self, *, max_seconds: float | None = None, handle_sigterm: bool = False
+    ) -> ProcessorStats:
         """Run until :meth:`stop`, ``max_seconds`` or cancellation; commit and close on the way out.
 
+        Args:
+            max_seconds: Return after this long (the pending work is committed first).
+            handle_sigterm: SIGTERM stops the run (commit, then return); the loop must run
+                in the main thread.
+
         Raises:
+            ConfigurationError: ``handle_sigterm`` outside the main thread.
             asyncio.CancelledError: The awaiting task was cancelled (after the worker
                 committed or aborted and closed).
             ProducerFencedError, HandlerError, KafkaClientError: As the sync ``run``.
         """
         self._shim = self._bridge.sync_handler(self._handler, asyncio.get_running_loop())
         loop_of_core = functools.partial(self._sync.run, max_seconds=max_seconds)
+        self._finished = asyncio.Event()
         try:
-            return await self._bridge.run(loop_of_core)
+            return await self._bridge.run(loop_of_core, handle_sigterm=handle_sigterm)
         finally:
             self._worker.shutdown(wait=False)
+            self._finished.set()
 
     def _call(self, record: ConsumerRecord) -> Any:
         assert self._shim is not None  # the Processor calls it only inside run()

@@ -144,3 +144,112 @@ def wait_for(check: Callable[[], Any], timeout: float, what: str, every: float =
             return result
         time.sleep(every)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+N = 100_000
+PARTS = 4
+
+
+def crash_run(
+    bs: str, tmp: Path, guarantee: str, src: str, dst: str, group: str, **extra: Any
+) -> dict[str, Any]:
+    """Copy N records with 2 workers under 3 SIGKILLs, a member joining and one leaving."""
+    seed(bs, src, N)
+    tag = f"{guarantee} {extra['front']}" if "front" in extra else guarantee
+    base = {
+        "bootstrap": bs,
+        "group": group,
+        "input": src,
+        "output": dst,
+        "guarantee": guarantee,
+        "txn_prefix": f"{group}-",
+        "delay_per_100": 0.02,
+        **extra,
+    }
+    workers: dict[str, Worker] = {}
+    started: list[Worker] = []
+
+    def start(name: str) -> None:
+        workers[name] = Worker(tmp, name, **base)
+        started.append(workers[name])
+
+    def progress() -> int:
+        return committed_total(bs, group, src, PARTS)
+
+    kills = 0
+    try:
+        start("a")
+        start("b")
+        for step, (victim, frac) in enumerate((("a", 0.2), ("b", 0.4), ("a", 0.6))):
+            wait_for(lambda f=frac: progress() >= f * N, 240, f"{frac:.0%} progress")
+            workers[victim].kill()
+            kills += 1
+            print(f"[{tag}] SIGKILL {victim} #{step + 1} at {progress()}/{N}")
+            start(victim)
+        wait_for(lambda: progress() >= 0.7 * N, 240, "70% progress")
+        start("c")  # a member joins: rebalance
+        print(f"[{tag}] member c added at {progress()}/{N}")
+        wait_for(lambda: progress() >= 0.85 * N, 240, "85% progress")
+        workers["c"].terminate()  # a member leaves: rebalance
+        print(f"[{tag}] member c removed at {progress()}/{N}")
+        wait_for(lambda: progress() >= N, 300, "all input committed")
+    finally:
+        for w in started:
+            w.terminate()
+    v = verify(bs, dst, PARTS, N)
+    print(
+        f"[{tag}] kills={kills} count={v.count} distinct={v.distinct} "
+        f"duplicates={v.duplicates} missing={v.missing} order_violations={v.order_violations}"
+    )
+    return {"kills": kills, "verdict": v}
+
+
+def zombie_run(
+    bs: str, tmp_path: Path, src: str, dst: str, group: str, frozen_s: float = 10, **extra: Any
+) -> dict[str, Any]:
+    """Worker a is frozen (SIGSTOP) mid-transaction for ``frozen_s``, then thawed.
+
+    The default 10 s is past the session timeout (6 s): the group moves a's partitions to b.
+    """
+    n = 20_000
+    seed(bs, src, n)
+    base = {
+        "bootstrap": bs,
+        "group": group,
+        "input": src,
+        "output": dst,
+        "guarantee": "exactly_once",
+        "txn_prefix": f"{group}-",
+        "delay_per_100": 0.05,
+        "commit_interval_ms": 3000,
+        "session_timeout_ms": 6000,
+        **extra,
+    }
+    freeze = tmp_path / "a.freeze"
+    a, b = Worker(tmp_path, "a", **base, freeze=str(freeze)), Worker(tmp_path, "b", **base)
+    try:
+        wait_for(lambda: committed_total(bs, group, src, PARTS) >= 0.1 * n, 120, "10%")
+        held = freeze.with_suffix(".held")
+        freeze.touch()  # a's handler stops mid-transaction; then the whole process is frozen
+        wait_for(held.exists, 60, "a to hold an open transaction")
+        a.signal(signal.SIGSTOP)
+        freeze.unlink()
+        print(f"[zombie] a held {held.read_text()} uncommitted records at SIGSTOP")
+        print(f"[zombie] SIGSTOP a at {committed_total(bs, group, src, PARTS)}/{n}")
+        time.sleep(frozen_s)
+        a.signal(signal.SIGCONT)
+        wait_for(lambda: committed_total(bs, group, src, PARTS) >= n, 240, "all committed")
+        time.sleep(1.5)
+        sa = a.stats()
+        print(f"[zombie] a={ {k: v for k, v in sa.items() if k != 'events'} }")
+        print(f"[zombie] b={ {k: v for k, v in b.stats().items() if k != 'events'} }")
+        print(
+            f"[zombie] a after SIGCONT: aborts={sa.get('aborts')} lost={sa.get('lost')} "
+            f"events={sa.get('events', [])[-6:]}"
+        )
+    finally:
+        a.terminate()
+        b.terminate()
+    v = verify(bs, dst, PARTS, n)
+    print(f"[zombie] count={v.count} duplicates={v.duplicates} missing={v.missing}")
+    return {"a": sa, "verdict": v, "n": n}

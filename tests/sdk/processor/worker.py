@@ -2,11 +2,13 @@
 
 It copies ``input`` to ``output`` (same key, value prefixed with nothing: a pure copy) under the
 given guarantee, and rewrites ``<stats>`` (JSON counters and events) twice a second. SIGTERM stops
-it cleanly; SIGKILL is what the tests use to crash it.
+it cleanly; SIGKILL is what the tests use to crash it. ``"front": "async"`` runs the same copy
+through :class:`sdk.aio.AsyncProcessor` with an async handler (``run(handle_sigterm=True)``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import sys
@@ -15,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sdk.aio import AsyncProcessor
 from sdk.processor import OutputRecord, Processor
 from sdk.profiles import ProcessingProfile
 
@@ -42,7 +45,9 @@ def build_profile(args: dict[str, Any]) -> ProcessingProfile:
     )
 
 
-def run_dumping_stats(processor: Processor, stats_path: Path, *, keep_events: int) -> None:
+def run_dumping_stats(
+    processor: Processor | AsyncProcessor, stats_path: Path, *, keep_events: int
+) -> None:
     """Run ``processor`` until SIGTERM; dump its stats (last ``keep_events`` events) as JSON to
     ``stats_path`` every 0.5 s and at the end, so the test reads them even after a SIGKILL."""
 
@@ -63,8 +68,11 @@ def run_dumping_stats(processor: Processor, stats_path: Path, *, keep_events: in
                 print(f"stats dump failed: {exc!r}", file=sys.stderr)
 
     threading.Thread(target=dumper, daemon=True).start()
-    signal.signal(signal.SIGTERM, lambda *_: processor.stop())
-    processor.run()
+    if isinstance(processor, AsyncProcessor):
+        asyncio.run(processor.run(handle_sigterm=True))
+    else:
+        signal.signal(signal.SIGTERM, lambda *_: processor.stop())
+        processor.run()
     dump()
 
 
@@ -77,32 +85,43 @@ def main() -> None:
     freeze = Path(args["freeze"]) if args.get("freeze") else None
     held: list[Processor] = []
 
-    def hold_while_frozen() -> None:
+    def frozen() -> bool:
         # A stuck handler in the middle of a transaction that already holds records: the test
         # then SIGSTOPs the process, so it is a zombie with an open transaction, deterministically.
         assert freeze is not None
         if freeze.exists() and held and held[0]._pending > 0:
             freeze.with_suffix(".held").write_text(str(held[0]._pending))
-            while freeze.exists():
-                time.sleep(0.02)
+            return True
+        return False
 
     def handler(record: Any) -> list[OutputRecord]:
         nonlocal seen
         seen += 1
         if delay and seen % 100 == 0:
             time.sleep(delay)
-        if freeze is not None and seen % 50 == 0:
-            hold_while_frozen()
+        if freeze is not None and seen % 50 == 0 and frozen():
+            while freeze.exists():
+                time.sleep(0.02)
         return [OutputRecord(topic=output, key=record.key, value=record.value)]
 
-    processor = Processor(
-        build_profile(args),
-        [args["input"]],
-        handler,
-        instance_id=args.get("instance"),
-        on_fenced="recreate",
-    )
-    held.append(processor)
+    async def async_handler(record: Any) -> list[OutputRecord]:
+        nonlocal seen
+        seen += 1
+        if delay and seen % 100 == 0:
+            await asyncio.sleep(delay)
+        if freeze is not None and seen % 50 == 0 and frozen():
+            while freeze.exists():
+                await asyncio.sleep(0.02)
+        return [OutputRecord(topic=output, key=record.key, value=record.value)]
+
+    options: dict[str, Any] = {"instance_id": args.get("instance"), "on_fenced": "recreate"}
+    processor: Processor | AsyncProcessor
+    if args.get("front") == "async":
+        processor = AsyncProcessor(build_profile(args), [args["input"]], async_handler, **options)
+        held.append(processor.sync)
+    else:
+        processor = Processor(build_profile(args), [args["input"]], handler, **options)
+        held.append(processor)
     run_dumping_stats(processor, Path(args["stats"]), keep_events=50)
 
 
