@@ -89,6 +89,16 @@ class AsyncProcessor:
         return self._sync.stats
 
     @property
+    def committed(self) -> dict[tuple[str, int], int]:
+        """Next offset per owned partition, as last committed (the sync Processor's)."""
+        return self._sync.committed
+
+    @property
+    def assignment(self) -> list[tuple[str, int]]:
+        """The ``(topic, partition)`` pairs owned now, sorted."""
+        return self._sync.assignment
+
+    @property
     def sync(self) -> Processor:
         """The sync Processor underneath."""
         return self._sync

@@ -15,6 +15,8 @@ pytestmark = pytest.mark.broker
 
 # example -> (arguments, lines its output must contain)
 EXAMPLES: dict[str, tuple[list[str], list[str]]] = {
+    "async_copy.py": (["--records", "10000"], ["async copy: OK"]),
+    "async_http_service.py": (["--requests", "1000"], ["http service: OK"]),
     "log_collector.py": (
         ["--lines", "2000"],
         ["log collector: stored 2000/2000 log lines", "3 malformed lines dead-lettered", "OK"],
