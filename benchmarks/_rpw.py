@@ -9,6 +9,7 @@ interval; the clock starts at the first record and stops once the last transacti
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -22,6 +23,7 @@ from confluent_kafka import Consumer, Producer
 
 from benchmarks import _harness
 from benchmarks._harness import Result, progress, topic
+from sdk.aio import AsyncProcessor
 from sdk.processor import OutputRecord, Processor, Progress
 from sdk.profiles import ProcessingProfile
 
@@ -31,8 +33,13 @@ QUIX_VENV = HERE / ".venvs" / "quix"
 QUIX_VERSION = "3.28.1"
 
 
-def processor(bootstrap: str, source: str, n: int, size: int, guarantee: str) -> Result:
-    """The SDK Processor copying ``source`` under ``guarantee``."""
+def processor(
+    bootstrap: str, source: str, n: int, size: int, guarantee: str, *, front: str = "sync"
+) -> Result:
+    """The SDK Processor copying ``source`` under ``guarantee``.
+
+    ``front="async"``: the same copy through ``sdk.aio.AsyncProcessor`` with an async handler.
+    """
     out = topic(bootstrap)
     group = f"bench-{uuid.uuid4().hex[:8]}"
     producer: dict[str, Any] = {"guarantee": guarantee, "bootstrap_servers": bootstrap}
@@ -51,7 +58,7 @@ def processor(bootstrap: str, source: str, n: int, size: int, guarantee: str) ->
     )
     first = 0.0
     seen = 0
-    proc: Processor
+    proc: Processor | AsyncProcessor
 
     def copy(record: Any) -> list[OutputRecord]:
         nonlocal first, seen
@@ -71,12 +78,22 @@ def processor(bootstrap: str, source: str, n: int, size: int, guarantee: str) ->
 
     # the clock stops at the final commit: run() then closes both clients (leaving the group),
     # which the hand-written loop's clock does not count either
-    proc = Processor(profile, [source], copy, instance_id="bench", on_progress=on_progress)
-    proc.run()
+    if front == "async":
+
+        async def async_copy(record: Any) -> list[OutputRecord]:
+            return copy(record)
+
+        proc = AsyncProcessor(
+            profile, [source], async_copy, instance_id="bench", on_progress=on_progress
+        )
+        asyncio.run(proc.run())
+    else:
+        proc = Processor(profile, [source], copy, instance_id="bench", on_progress=on_progress)
+        proc.run()
     seconds = (committed_at or time.perf_counter()) - first
     return Result(
         GROUP,
-        f"SDK Processor {guarantee}",
+        f"SDK {'AsyncProcessor' if front == 'async' else 'Processor'} {guarantee}",
         size,
         seen,
         seconds,

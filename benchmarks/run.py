@@ -21,11 +21,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import _consumers, _harness, _producers, _queue, _rpw
+from benchmarks import _aio, _consumers, _harness, _producers, _queue, _rpw
 from benchmarks._harness import Result, broker, fill, median_results, payloads, progress, topic
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 BEGIN, END = "<!-- GENERATED:BEGIN -->", "<!-- GENERATED:END -->"
+
+_AIO_RAW = "raw confluent-kafka AIOProducer (alo settings)"
 
 # (group, ours, peer, target ratio or None)
 TARGETS: list[tuple[str, str, str, float | None]] = [
@@ -56,6 +58,10 @@ TARGETS: list[tuple[str, str, str, float | None]] = [
         None,
     ),
     ("read-process-write", "SDK Processor exactly_once", "Quix Streams 3.28.1 exactly-once", 1.0),
+    ("asyncio producer", "SDK AsyncProducer at_least_once", _AIO_RAW, 0.9),
+    ("asyncio producer", "SDK AsyncProducer at_least_once", "aiokafka 0.14 (alo settings)", 1.0),
+    ("asyncio producer", "SDK AsyncProducer at_least_once", "SDK Producer at_least_once", None),
+    ("read-process-write", "SDK AsyncProcessor exactly_once", "SDK Processor exactly_once", None),
     *[
         ("queue", _queue.label("sdk", w), _queue.label(peer, w), target)
         for w in (1, 4)
@@ -122,6 +128,25 @@ def _cases(args: argparse.Namespace, bs: str, size: int) -> list[tuple[str, Call
         ]
         if not args.no_quix:
             cases.append(("Quix eos", lambda: _rpw.quix(bs, source, rpw_n, size)))
+    if "aio" in args.only:
+        cases += [
+            ("SDK AsyncProducer", lambda: _aio.sdk_async(bs, data, size)),
+            ("raw AIOProducer", lambda: _aio.raw_aio(bs, data, size)),
+            ("aiokafka", lambda: _aio.aiokafka(bs, data[:slow_n], size)),
+            ("SDK Producer (sync)", lambda: _sync_in_aio_group(bs, data, size)),
+        ]
+        if "rpw" not in args.only:  # the sync Processor it is compared with
+            source = topic(bs)
+            fill(bs, source, data[:rpw_n])
+            cases.append(
+                ("Processor eos", lambda: _rpw.processor(bs, source, rpw_n, size, "exactly_once"))
+            )
+        cases.append(
+            (
+                "AsyncProcessor eos",
+                lambda: _rpw.processor(bs, source, rpw_n, size, "exactly_once", front="async"),
+            )
+        )
     if "queue" in args.only:
         shared = topic(bs)
         fill(bs, shared, data)
@@ -136,6 +161,13 @@ def _cases(args: argparse.Namespace, bs: str, size: int) -> list[tuple[str, Call
             for kind in ("raw", "sdk", "group")
         ]
     return cases
+
+
+def _sync_in_aio_group(bs: str, data: list[tuple[bytes, bytes]], size: int) -> Result:
+    """The sync Producer's send(), in the asyncio group: what the async front end costs."""
+    result = _producers.sdk_producer(bs, data, size, "at_least_once")
+    result.group, result.case = _aio.GROUP, "SDK Producer at_least_once"
+    return result
 
 
 MEMORY_TARGET = 1.2
@@ -206,7 +238,7 @@ def _markdown(rows: list[Result], ratios: list[Any], args: argparse.Namespace) -
         f"{platform.python_implementation()} {platform.python_version()}, "
         f"{args.runs} run(s) per case "
         f"(median), {args.records:,} records per producer/consumer case "
-        f"({min(args.records, args.slow_peer_records):,} for kafka-python), "
+        f"({min(args.records, args.slow_peer_records):,} for kafka-python and aiokafka), "
         f"{args.rpw_records:,} per read-process-write case.",
         "",
         "| group | case | record size | records/s (median) | runs | p50 ms | p99 ms |",
@@ -269,12 +301,12 @@ def main() -> None:
     )
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument(
-        "--slow-peer-records", type=int, default=200_000, help="cap for kafka-python"
+        "--slow-peer-records", type=int, default=200_000, help="cap for kafka-python, aiokafka"
     )
     parser.add_argument("--rpw-records", type=int, default=200_000)
     parser.add_argument("--sizes", default="100,1024")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--only", default="producer,consumer,rpw,queue,memory")
+    parser.add_argument("--only", default="producer,consumer,rpw,queue,aio,memory")
     parser.add_argument("--memory-records", type=int, default=1_000_000)
     parser.add_argument("--bootstrap", help="use this cluster instead of an embedded one")
     parser.add_argument("--no-quix", action="store_true", help="skip Quix Streams")

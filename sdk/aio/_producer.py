@@ -4,11 +4,14 @@ No second producer: every record goes through the sync Producer's ``send()`` (se
 partitioner, error seam, guarantee settings), called on the event loop's thread, since
 ``produce()`` only queues. What would block is moved off the loop:
 
-* delivery reports are served by a poller task on the loop (``poll(0)`` while records are in
-  flight), so a record's future is resolved on the loop thread, without a thread hop;
-* ``flush``, ``commit_transaction``, ``abort_transaction``, ``init_transactions`` and the first
+* each record's delivery handle *is* its future's resolver (``_FutureHandle``: no handle to
+  future map, no per-record callback chain); delivery reports are served on the loop, by a
+  poller task (``poll(0)`` every 2 ms while records are in flight) and by :meth:`flush`, so a
+  future is resolved on the loop thread without a thread hop;
+* ``commit_transaction``, ``abort_transaction``, ``init_transactions``, ``close`` and the first
   send to a topic (its metadata check) run in a worker thread; a delivery report served there
-  (librdkafka's flush serves them) resolves its future through ``call_soon_threadsafe``;
+  is queued and the queue handed to the loop with one ``call_soon_threadsafe`` per drain,
+  not one per record;
 * a full local queue (``queue.buffering.max.messages``) is waited for with ``await`` by
   :meth:`AsyncProducer.send`; :meth:`AsyncProducer.send_nowait` raises instead of blocking.
 * the first record to a topic the producer has not seen is checked against the broker's
@@ -25,13 +28,21 @@ delivered, as with the sync Producer's fire-and-forget ``send``).
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, TypeVar
 
-from sdk.errors import ClosedError, ConfigurationError, KafkaTimeoutError, SdkError
+from sdk.errors import (
+    ClosedError,
+    ConfigurationError,
+    KafkaClientError,
+    KafkaTimeoutError,
+    SdkError,
+)
 from sdk.producer import DeliveryHandle, Producer, ProducerRecord, RecordMetadata
 from sdk.profiles import ProducerProfile
 
@@ -40,6 +51,44 @@ __all__ = ["AsyncProducer"]
 T = TypeVar("T")
 _POLL_EVERY_S = 0.002
 """How often the poller serves delivery reports while records are in flight."""
+
+
+class _FutureHandle(DeliveryHandle):
+    """A delivery handle that resolves its record's asyncio future itself."""
+
+    __slots__ = ("future",)
+
+    def __init__(self, record: ProducerRecord, owner: _LoopProducer) -> None:
+        self.record = record
+        self._owner = owner
+        self._state = None
+        loop = owner.loop
+        assert loop is not None  # AsyncProducer binds the loop before the first send
+        self.future: asyncio.Future[RecordMetadata] = loop.create_future()
+
+    def _deliver(self, err: Any, msg: Any) -> None:
+        """The librdkafka delivery callback: count as the sync handle does, then resolve."""
+        owner: Any = self._owner  # a _LoopProducer (no isinstance check per record)
+        if err is None:
+            self._state = msg
+            owner.delivered += 1
+        else:
+            owner._failed(self, err)  # translated, collected for flush(), on _state
+        if threading.get_ident() == owner.loop_thread:
+            _resolve(self.future, self)
+        else:
+            owner.from_thread(self)
+
+    __call__ = _deliver
+
+
+class _LoopProducer(Producer):
+    """The sync Producer whose ``send`` handles carry an asyncio future (one per record)."""
+
+    _handle_type = _FutureHandle
+    loop: asyncio.AbstractEventLoop | None = None
+    loop_thread = 0
+    from_thread: Callable[[DeliveryHandle], None]
 
 
 class AsyncProducer:
@@ -74,11 +123,15 @@ class AsyncProducer:
         self.profile = profile
         # a full queue must not block the loop: the sync send gives up after one short wait
         options.setdefault("queue_full_timeout_s", 0.01)
-        self._sync = Producer(profile, on_delivery=self._delivered, **options)
+        # on_delivery: only the observed path's handles (an OpenTelemetry SDK recording) use
+        # it; a _FutureHandle resolves its own future
+        self._sync = _LoopProducer(profile, on_delivery=self._observed_delivered, **options)
+        self._sync.from_thread = self._from_thread
         self._max_queued = int(self._sync.config.get("queue.buffering.max.messages", 100_000))
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._loop_thread = 0
-        self._futures: dict[DeliveryHandle, asyncio.Future[RecordMetadata]] = {}
+        self._observed: dict[DeliveryHandle, asyncio.Future[RecordMetadata]] = {}
+        self._crossing: collections.deque[DeliveryHandle] = collections.deque()
+        self._drain_scheduled = False
         self._poller: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._closed = False
@@ -105,7 +158,10 @@ class AsyncProducer:
             await self._off_loop(self._sync._ensure_client)
 
     async def close(self, timeout: float = 30.0) -> None:
-        """Deliver what is queued (off the loop), stop the poller, release the client.
+        """Deliver what is queued, stop the poller, release the client.
+
+        Records still queued after ``timeout`` are purged: their futures fail (nothing is
+        left pending forever), and the timeout is raised.
 
         Raises:
             KafkaTimeoutError: Records were still undelivered after ``timeout``.
@@ -113,19 +169,38 @@ class AsyncProducer:
         """
         if self._closed:
             return
-        self._closed = True
         try:
-            await self._off_loop(self._sync.close, timeout)
+            if self._sync._client is not None:
+                try:
+                    await self.flush(timeout)
+                except KafkaTimeoutError:
+                    self._purge()
+                    raise
         finally:
-            if self._poller is not None:
-                self._poller.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._poller
-                self._poller = None
-            for fut in self._futures.values():  # nothing can resolve them any more
-                if not fut.done():
-                    fut.set_exception(ClosedError("producer closed before the outcome"))
-            self._futures.clear()
+            self._closed = True
+            try:
+                await self._off_loop(self._sync.close, 0)
+            finally:
+                await self._stop_poller()
+
+    def _purge(self) -> None:
+        """Drop what is still queued; its delivery reports (purged) fail the futures."""
+        client = self._sync._client
+        if client is not None:
+            with contextlib.suppress(Exception):  # a broken client: nothing more to report
+                client.purge()
+                client.poll(0)
+        for fut in self._observed.values():  # nothing can resolve them any more
+            if not fut.done():
+                fut.set_exception(ClosedError("producer closed before the outcome"))
+        self._observed.clear()
+
+    async def _stop_poller(self) -> None:
+        if self._poller is not None:
+            self._poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._poller
+            self._poller = None
 
     # ------------------------------------------------------------------ sending
     async def send(
@@ -207,15 +282,16 @@ class AsyncProducer:
             if "stayed full" in str(exc):
                 self._full(exc)
             raise
-        fut: asyncio.Future[RecordMetadata] = loop.create_future()
-        if handle.done():  # resolved already (e.g. an error report served inside send)
-            self._resolve(fut, handle)
-            return fut
-        self._futures[handle] = fut
-        # a failure nobody awaits is still reported by flush() (DeliveryError), as with the
-        # sync Producer: asyncio need not log it as "never retrieved"
-        fut.add_done_callback(_retrieved)
         self._wake.set()
+        if type(handle) is _FutureHandle:
+            return handle.future
+        # the observed send (an OpenTelemetry SDK records): a TimedHandle, settled through
+        # the sync Producer's on_delivery
+        fut: asyncio.Future[RecordMetadata] = loop.create_future()
+        if handle.done():
+            _resolve(fut, handle)
+        else:
+            self._observed[handle] = fut
         return fut
 
     def _full(self, cause: BaseException | None = None) -> None:
@@ -241,13 +317,30 @@ class AsyncProducer:
         return [r for r in results if isinstance(r, RecordMetadata)]
 
     async def flush(self, timeout: float | None = None) -> None:
-        """Wait (off the loop) until every queued record is acknowledged or failed.
+        """Wait, without blocking the loop, until every queued record is acknowledged or failed.
+
+        Delivery reports are served on the loop meanwhile (``poll(0)`` every 2 ms), so each
+        future resolves on the loop thread.
 
         Raises:
             KafkaTimeoutError: Records were still queued after ``timeout``.
             DeliveryError: Records failed since the last flush (``.failures``).
         """
-        await self._off_loop(self._sync.flush, timeout)
+        self._bind()
+        client = self._sync._client
+        if client is None:
+            return
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while len(client) > 0:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise KafkaTimeoutError(
+                    f"flush: {len(client)} record(s) still queued after {timeout}s; they stay "
+                    "queued and may yet be delivered"
+                )
+            self._sync.poll(0)
+            if len(client) > 0:
+                await asyncio.sleep(_POLL_EVERY_S)
+        self._sync.flush(0)  # nothing queued: raises what failed since the last flush
 
     # ------------------------------------------------------------------ transactions
     def begin_transaction(self) -> None:
@@ -286,7 +379,8 @@ class AsyncProducer:
     def _bind(self) -> asyncio.AbstractEventLoop:
         loop = asyncio.get_running_loop()
         if self._loop is None:
-            self._loop, self._loop_thread = loop, threading.get_ident()
+            self._loop = loop
+            self._sync.loop, self._sync.loop_thread = loop, threading.get_ident()
         elif loop is not self._loop:
             raise ConfigurationError(
                 "AsyncProducer: used from a second event loop; make one per loop",
@@ -299,40 +393,61 @@ class AsyncProducer:
     async def _poll_loop(self) -> None:
         """Serve delivery reports on the loop while records are in flight."""
         while True:
-            if not self._futures:
+            client = self._sync._client
+            if client is None or len(client) == 0:
                 self._wake.clear()
                 await self._wake.wait()
+                continue
             with contextlib.suppress(SdkError):  # a fatal error also fails the records
                 self._sync.poll(0)
             await asyncio.sleep(_POLL_EVERY_S)
 
-    def _delivered(self, handle: DeliveryHandle) -> None:
-        """The sync Producer's delivery callback (loop thread, or a flushing worker thread)."""
-        if threading.get_ident() == self._loop_thread:
+    def _observed_delivered(self, handle: DeliveryHandle) -> None:
+        """on_delivery of the sync Producer: only observed handles need it."""
+        if type(handle) is _FutureHandle:
+            return
+        if threading.get_ident() == self._sync.loop_thread:
             self._settle(handle)
-        elif self._loop is not None:
-            self._loop.call_soon_threadsafe(self._settle, handle)
+        else:
+            self._from_thread(handle)
+
+    def _from_thread(self, handle: DeliveryHandle) -> None:
+        """A report served in a worker thread: queue it; one loop callback per drain."""
+        self._crossing.append(handle)
+        if not self._drain_scheduled and self._loop is not None:
+            self._drain_scheduled = True
+            self._loop.call_soon_threadsafe(self._drain)
+
+    def _drain(self) -> None:
+        self._drain_scheduled = False  # first: a report queued from now on schedules anew
+        crossing = self._crossing
+        while crossing:
+            self._settle(crossing.popleft())
 
     def _settle(self, handle: DeliveryHandle) -> None:
-        fut = self._futures.pop(handle, None)
-        if fut is not None:
-            self._resolve(fut, handle)
-
-    @staticmethod
-    def _resolve(fut: asyncio.Future[RecordMetadata], handle: DeliveryHandle) -> None:
-        if fut.done():  # cancelled by its awaiter: the outcome has no one to tell
+        if type(handle) is _FutureHandle:
+            _resolve(handle.future, handle)
             return
-        error = handle.exception()
-        if error is not None:
-            fut.set_exception(error)
-        else:
-            fut.set_result(handle.result(0))
+        fut = self._observed.pop(handle, None)
+        if fut is not None:
+            _resolve(fut, handle)
 
     async def _off_loop(self, fn: Callable[..., T], *args: Any) -> T:
         loop = self._bind()
         return await loop.run_in_executor(None, functools.partial(fn, *args))
 
 
-def _retrieved(fut: asyncio.Future[Any]) -> None:
-    if not fut.cancelled():
+def _resolve(fut: asyncio.Future[RecordMetadata], handle: DeliveryHandle) -> None:
+    """Settle ``fut`` from a resolved handle (on the loop thread)."""
+    if fut.done():  # cancelled by its awaiter: the outcome has no one to tell
+        return
+    state = handle._state
+    if isinstance(state, KafkaClientError):
+        fut.set_exception(state)
+        # a failure nobody awaits is still reported by flush() (DeliveryError), as with the
+        # sync Producer: asyncio must not log it as "never retrieved"
         fut.exception()
+    else:
+        fut.set_result(
+            RecordMetadata(state.topic(), state.partition(), state.offset(), state.timestamp()[1])
+        )

@@ -85,6 +85,8 @@ class Producer(DeliveryLedger, TransactionMethods):
             without ``transactional_id``.
     """
 
+    _handle_type: type[DeliveryHandle] = DeliveryHandle  # sdk.aio: a handle with a future
+
     def __init__(
         self,
         profile: ProducerProfile,
@@ -277,7 +279,7 @@ class Producer(DeliveryLedger, TransactionMethods):
         client = self._client if self._state is ProducerState.OPEN else self._ensure_client()
         if self._observed:
             return self._send_observed(client, record)
-        handle = DeliveryHandle(record, self)
+        handle = self._handle_type(record, self)
         if (
             self._fast
             and headers is None
@@ -399,7 +401,7 @@ class Producer(DeliveryLedger, TransactionMethods):
                         append(handle)
                 else:
                     if append is not None:
-                        handle = DeliveryHandle(record, self)
+                        handle = self._handle_type(record, self)
                         append(handle)
                         callback = handle
                     topic, value, key, headers, partition, timestamp_ms = record
