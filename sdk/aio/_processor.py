@@ -2,8 +2,13 @@
 
 No second transaction loop: the sync Processor (one transactional session, KIP-447 group
 metadata, the commit order, every recovery path, rebalance callbacks) runs unchanged in one
-worker thread; only the handler runs on the event loop, one record at a time (ordering per
-partition is the sync Processor's). Cancelling the task awaiting :meth:`AsyncProcessor.run`
+worker thread; only the handler runs on the event loop, one record at a time, in the order
+of the polled batch (ordering per partition is the sync Processor's). Each polled batch
+crosses to the loop once: its handlers run in order up to the first failure, then the core
+takes their outcomes record by record (a failed record's retries cross one by one). A
+handler may therefore run before the commit of an earlier record of its batch (as a handler
+of a later batch may run before an aborted transaction is redone); nothing is produced or
+committed outside the core. Cancelling the task awaiting :meth:`AsyncProcessor.run`
 stops the loop and cancels the handler in progress; exactly_once then aborts the open
 transaction before the Processor closes (nothing of it is visible, and read_committed
 readers are not held back until its timeout), and the cancellation propagates once the worker
@@ -13,6 +18,7 @@ is done.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import functools
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -63,7 +69,11 @@ class AsyncProcessor:
         self._handler = handler
         self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="aio-processor")
         self._shim: Callable[[ConsumerRecord], Any] | None = None  # set by run()
+        self._batch_shim: Callable[[list[Any]], list[_Outcome]] | None = None
+        # outcomes of handlers already run for the current polled batch, in record order
+        self._ahead: collections.deque[_Outcome] = collections.deque()
         self._sync = Processor(profile, input_topics, self._call, **options)
+        self._sync._before_handle = self._run_ahead
         self._bridge = LoopBridge(self._worker, self._sync.stop)
         self._finished: asyncio.Event | None = None  # set while a run is in progress
         self.profile = profile
@@ -123,7 +133,9 @@ class AsyncProcessor:
                 committed or aborted and closed).
             ProducerFencedError, HandlerError, KafkaClientError: As the sync ``run``.
         """
-        self._shim = self._bridge.sync_handler(self._handler, asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        self._shim = self._bridge.sync_handler(self._handler, loop)
+        self._batch_shim = self._bridge.sync_handler(self._handle_batch, loop)
         loop_of_core = functools.partial(self._sync.run, max_seconds=max_seconds)
         self._finished = asyncio.Event()
         try:
@@ -132,6 +144,43 @@ class AsyncProcessor:
             self._worker.shutdown(wait=False)
             self._finished.set()
 
+    async def _handle_batch(self, msgs: list[Any]) -> list[_Outcome]:
+        """On the loop: the handler of each record in order, up to the first failure."""
+        handler = self._handler
+        done: list[_Outcome] = []
+        for msg in msgs:
+            try:
+                outputs = await handler(ConsumerRecord(msg.key(), msg.value(), msg))
+            except Exception as exc:  # the core's failure policy decides, at that record
+                done.append((msg, False, exc))
+                break
+            done.append((msg, True, outputs))
+        return done
+
+    def _run_ahead(self, msgs: list[Any]) -> None:
+        """In the worker, before the core handles a polled batch: one crossing for all of it.
+
+        The core then takes each record's outcome from :meth:`_call` in order, so commit
+        order, failure policy and transactions stay the core's. With tracing on, each record
+        crosses on its own instead, so its ``process`` span times the real handler.
+        """
+        self._ahead.clear()
+        if self._batch_shim is None or self._sync._tel.tracing_enabled():
+            return
+        self._ahead.extend(self._batch_shim(msgs))
+
     def _call(self, record: ConsumerRecord) -> Any:
+        ahead = self._ahead
+        if ahead:
+            msg, ok, result = ahead.popleft()
+            if msg is record.raw:
+                if ok:
+                    return result
+                raise result  # the first attempt failed: a retry comes back here, and crosses
+            ahead.clear()  # out of step (the core rewound): cross per record from here
         assert self._shim is not None  # the Processor calls it only inside run()
         return self._shim(record)  # the current run's bridge to the loop
+
+
+_Outcome = tuple[Any, bool, Any]
+"""(message, handler succeeded, outputs or the exception)."""

@@ -135,6 +135,9 @@ class Processor(HandlingLoop):
         self._pending = 0
         self._last_commit = time.monotonic()
         self._callback_error: BaseException | None = None
+        # sdk.aio: called with each polled batch right before its records are handled (after
+        # the at-most-once commit), to run the batch's async handlers in one loop crossing
+        self._before_handle: Callable[[list[Any]], None] | None = None
         self._member: str | None = None  # group member id that received the assignment
         self._handled_marks = HandledMarks()  # at_most_once: positions committed before handling
         self._progress = ProgressTracker(on_progress, lambda: self.stats.records_in)
@@ -306,6 +309,8 @@ class Processor(HandlingLoop):
                 if not records:
                     return  # not handled: another member may own these partitions now
                 self._progress.commit((m.topic(), m.partition(), m.offset() + 1) for m in records)
+            if self._before_handle is not None:
+                self._before_handle(records)
             self._handle(records)
         if self._due():
             self._commit_or_recover()

@@ -85,3 +85,52 @@ def test_a_cancelled_run_aborts_its_transaction_and_the_next_run_completes_the_c
     assert sorted(out) == list(range(3_000))  # nothing lost
     assert max(out.values()) == 1  # nothing duplicated
     assert handled[0] == len(committed_first)  # the second run started where the first committed
+
+
+def test_failure_policy_per_record_when_a_batch_crosses_to_the_loop_at_once(
+    kafka_cluster: Any, make_topic: Any, make_group: Any
+) -> None:
+    """Handlers of a polled batch run in one crossing, yet the failure policy stays per record:
+    record 50 fails twice and is retried (later records wait for it), record 120 always fails
+    and is dead-lettered; every other record is copied once, in order."""
+    bs = kafka_cluster.bootstrap_servers
+    src, dst, dlq, group = make_topic(1), make_topic(1), make_topic(1), make_group()
+    seed(bs, src, 300)
+    calls: list[int] = []
+    failures = {50: 2}
+
+    async def flaky(record: ConsumerRecord) -> list[OutputRecord]:
+        value = int(record.value)
+        calls.append(value)
+        if value == 120 or failures.get(value, 0) > 0:
+            failures[value] = failures.get(value, 0) - 1
+            raise RuntimeError(f"record {value} failed")
+        if value == 299:
+            proc.stop()
+        return [OutputRecord(dst, record.value, record.key)]
+
+    profile = _profile(bs, group)
+    profile = profile.model_copy(
+        update={
+            "consumer": profile.consumer.model_copy(
+                update={
+                    "failure": profile.consumer.failure.model_copy(
+                        update={
+                            "attempts": 3,
+                            "backoff_initial_ms": 1,
+                            "on_failure": "dlq",
+                            "dlq_topic": dlq,
+                        }
+                    )
+                }
+            )
+        }
+    )
+    proc = AsyncProcessor(profile, [src], flaky, instance_id="f0")
+    stats = asyncio.run(proc.run(max_seconds=120))
+    out = [int(v) for v in read_all(bs, dst, 1)]
+    assert out == [i for i in range(300) if i != 120]  # each once, in order
+    assert [int(v) for v in read_all(bs, dlq, 1)] == [120]
+    assert calls.count(50) == 3 and calls.count(120) == 3
+    assert calls == sorted(calls)  # no later record's handler ran before a retried one
+    assert stats.dead_lettered == 1
