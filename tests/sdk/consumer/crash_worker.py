@@ -8,11 +8,13 @@ yet), the handler writes the marker and blocks for good, ``before`` or ``after``
 write; the test then SIGKILLs the process. ``delay_s`` (from ``slow_from`` rows on) slows
 the handler down so that a kill at an unchosen moment still lands before the end of the topic.
 SIGTERM stops it gracefully (``handle_sigterm``); it also exits 0 after ``idle_timeout``
-seconds without records, printing its counters as JSON.
+seconds without records, printing its counters as JSON. ``"front": "async"`` runs the same
+handler as an ``async def`` through :class:`sdk.aio.AsyncConsumer`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import time
@@ -20,7 +22,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from sdk.consumer import Consumer, ConsumerRecord
+from sdk.aio import AsyncConsumer
+from sdk.consumer import Consumer, ConsumerRecord, ConsumerStats
 from tests.sdk.consumer._support import Ledger, profile
 
 
@@ -61,10 +64,21 @@ def main() -> None:
         auto_commit_interval_ms=args.get("auto_commit_interval_ms", 1_000),
         extras=extras,
     )
-    with Consumer(prof, [args["topic"]], value_deserializer="str") as consumer:
-        stats = consumer.run(
-            handler, idle_timeout=args.get("idle_timeout", 5.0), handle_sigterm=True
-        )
+    idle = args.get("idle_timeout", 5.0)
+    stats: ConsumerStats
+    if args.get("front") == "async":
+
+        async def async_handler(record: ConsumerRecord) -> None:
+            handler(record)  # the ledger write is the work; on the loop, as a service's is
+
+        async def run() -> ConsumerStats:
+            async with AsyncConsumer(prof, [args["topic"]], value_deserializer="str") as c:
+                return await c.run(async_handler, idle_timeout=idle, handle_sigterm=True)
+
+        stats = asyncio.run(run())
+    else:
+        with Consumer(prof, [args["topic"]], value_deserializer="str") as consumer:
+            stats = consumer.run(handler, idle_timeout=idle, handle_sigterm=True)
     print(json.dumps({k: v for k, v in asdict(stats).items() if k != "errors"}), flush=True)
 
 
