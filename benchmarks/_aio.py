@@ -103,3 +103,36 @@ def aiokafka(bootstrap: str, records: list[tuple[bytes, bytes]], size: int) -> R
 
     ok, seconds = asyncio.run(go())
     return Result(GROUP, "aiokafka 0.14 (alo settings)", size, ok, seconds)
+
+
+def sdk_async_consumer(bootstrap: str, name: str, n: int, size: int) -> Result:
+    """``AsyncConsumer.run(async_handler)`` at_least_once until N records (consumer group)."""
+    from benchmarks import _harness
+    from benchmarks._consumers import GROUP as CONSUMER_GROUP
+    from benchmarks._consumers import _group
+    from sdk.aio import AsyncConsumer
+    from sdk.consumer import ConsumerRecord
+    from sdk.profiles import ConsumerProfile
+
+    profile = ConsumerProfile(
+        guarantee="at_least_once",
+        bootstrap_servers=bootstrap,
+        group_id=_group(),
+        **_harness.sdk_consumer_fields(),
+    )
+    first = 0.0
+
+    async def one(record: ConsumerRecord) -> None:  # the same work as the sync case's handler
+        nonlocal first
+        if not first:
+            first = time.perf_counter()
+        _ = record.value
+
+    async def go() -> tuple[int, float]:
+        async with AsyncConsumer(profile, [name]) as consumer:
+            stats = await consumer.run(one, max_records=n)
+            seconds = time.perf_counter() - first  # after the final commit, before close
+        return int(stats.handled or n), seconds
+
+    handled, seconds = asyncio.run(go())
+    return Result(CONSUMER_GROUP, "SDK AsyncConsumer at_least_once run", size, handled, seconds)

@@ -62,6 +62,7 @@ TARGETS: list[tuple[str, str, str, float | None]] = [
     ("asyncio producer", "SDK AsyncProducer at_least_once", "aiokafka 0.14 (alo settings)", 1.0),
     ("asyncio producer", "SDK AsyncProducer at_least_once", "SDK Producer at_least_once", None),
     ("read-process-write", "SDK AsyncProcessor exactly_once", "SDK Processor exactly_once", None),
+    ("consumer", "SDK AsyncConsumer at_least_once run", "SDK at_least_once run", None),
     *[
         ("queue", _queue.label("sdk", w), _queue.label(peer, w), target)
         for w in (1, 4)
@@ -135,6 +136,18 @@ def _cases(args: argparse.Namespace, bs: str, size: int) -> list[tuple[str, Call
             ("aiokafka", lambda: _aio.aiokafka(bs, data[:slow_n], size)),
             ("SDK Producer (sync)", lambda: _sync_in_aio_group(bs, data, size)),
         ]
+        if "consumer" not in args.only:  # the sync Consumer it is compared with
+            filled = topic(bs)
+            fill(bs, filled, data)
+            cases.append(
+                (
+                    "SDK alo run",
+                    lambda: _consumers.sdk_consumer(bs, filled, n, size, "at_least_once", False),
+                )
+            )
+        cases.append(
+            ("SDK AsyncConsumer run", lambda: _aio.sdk_async_consumer(bs, filled, n, size))
+        )
         if "rpw" not in args.only:  # the sync Processor it is compared with
             source = topic(bs)
             fill(bs, source, data[:rpw_n])

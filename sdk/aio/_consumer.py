@@ -23,7 +23,7 @@ import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from sdk.aio._bridge import LoopBridge
+from sdk.aio._bridge import HandlersAhead, LoopBridge
 from sdk.consumer import Consumer, ConsumerRecord, ConsumerState, ConsumerStats
 from sdk.profiles import ConsumerProfile
 
@@ -114,14 +114,33 @@ class AsyncConsumer:
             HandlerError, SerializationError, KafkaClientError: As the sync ``run``.
             ConfigurationError: ``handle_sigterm`` outside the main thread.
         """
-        loop = asyncio.get_running_loop()
-        shim = self._bridge.sync_handler(handler, loop)
-        return await self._bridge.run(
-            functools.partial(
-                self._sync.run, shim, max_records=max_records, idle_timeout=idle_timeout
-            ),
-            handle_sigterm=handle_sigterm,
+        sync = self._sync
+        decoder = sync._failure.decoder
+        ahead = HandlersAhead(
+            self._bridge,
+            handler,
+            asyncio.get_running_loop(),
+            # the record the core will hand over; a poison pill (None) is the core's to handle
+            prepare=decoder.try_decode,
+            stopped=sync._stop.is_set,
         )
+
+        def before_handle(messages: list[Any]) -> int:
+            if sync._observed() is None:
+                return ahead.run(messages)
+            ahead.skip()  # traced: each record crosses on its own, so its span times it
+            return 0
+
+        sync._before_handle = before_handle
+        try:
+            return await self._bridge.run(
+                functools.partial(
+                    sync.run, ahead.call, max_records=max_records, idle_timeout=idle_timeout
+                ),
+                handle_sigterm=handle_sigterm,
+            )
+        finally:
+            sync._before_handle = None
 
     # ------------------------------------------------------------------ iteration
     def __aiter__(self) -> AsyncIterator[ConsumerRecord]:

@@ -18,13 +18,12 @@ is done.
 from __future__ import annotations
 
 import asyncio
-import collections
 import concurrent.futures
 import functools
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
-from sdk.aio._bridge import LoopBridge
+from sdk.aio._bridge import HandlersAhead, LoopBridge
 from sdk.consumer import ConsumerRecord
 from sdk.processor import OutputRecord, Processor, ProcessorStats
 from sdk.profiles import ProcessingProfile
@@ -68,10 +67,7 @@ class AsyncProcessor:
     ) -> None:
         self._handler = handler
         self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="aio-processor")
-        self._shim: Callable[[ConsumerRecord], Any] | None = None  # set by run()
-        self._batch_shim: Callable[[list[Any]], list[_Outcome]] | None = None
-        # outcomes of handlers already run for the current polled batch, in record order
-        self._ahead: collections.deque[_Outcome] = collections.deque()
+        self._ahead: HandlersAhead | None = None  # set by run()
         self._sync = Processor(profile, input_topics, self._call, **options)
         self._sync._before_handle = self._run_ahead
         self._bridge = LoopBridge(self._worker, self._sync.stop)
@@ -133,9 +129,13 @@ class AsyncProcessor:
                 committed or aborted and closed).
             ProducerFencedError, HandlerError, KafkaClientError: As the sync ``run``.
         """
-        loop = asyncio.get_running_loop()
-        self._shim = self._bridge.sync_handler(self._handler, loop)
-        self._batch_shim = self._bridge.sync_handler(self._handle_batch, loop)
+        self._ahead = HandlersAhead(
+            self._bridge,
+            self._handler,
+            asyncio.get_running_loop(),
+            prepare=lambda m: ConsumerRecord(m.key(), m.value(), m),
+            stopped=self._sync._stop.is_set,
+        )
         loop_of_core = functools.partial(self._sync.run, max_seconds=max_seconds)
         self._finished = asyncio.Event()
         try:
@@ -144,43 +144,18 @@ class AsyncProcessor:
             self._worker.shutdown(wait=False)
             self._finished.set()
 
-    async def _handle_batch(self, msgs: list[Any]) -> list[_Outcome]:
-        """On the loop: the handler of each record in order, up to the first failure."""
-        handler = self._handler
-        done: list[_Outcome] = []
-        for msg in msgs:
-            try:
-                outputs = await handler(ConsumerRecord(msg.key(), msg.value(), msg))
-            except Exception as exc:  # the core's failure policy decides, at that record
-                done.append((msg, False, exc))
-                break
-            done.append((msg, True, outputs))
-        return done
-
     def _run_ahead(self, msgs: list[Any]) -> None:
         """In the worker, before the core handles a polled batch: one crossing for all of it.
 
-        The core then takes each record's outcome from :meth:`_call` in order, so commit
-        order, failure policy and transactions stay the core's. With tracing on, each record
-        crosses on its own instead, so its ``process`` span times the real handler.
+        With tracing on, each record crosses on its own, so its ``process`` span times the
+        real handler.
         """
-        self._ahead.clear()
-        if self._batch_shim is None or self._sync._tel.tracing_enabled():
-            return
-        self._ahead.extend(self._batch_shim(msgs))
+        assert self._ahead is not None  # the Processor calls it only inside run()
+        if self._sync._tel.tracing_enabled():
+            self._ahead.skip()
+        else:
+            self._ahead.run(msgs)  # the Processor handles every polled record: no stop check
 
     def _call(self, record: ConsumerRecord) -> Any:
-        ahead = self._ahead
-        if ahead:
-            msg, ok, result = ahead.popleft()
-            if msg is record.raw:
-                if ok:
-                    return result
-                raise result  # the first attempt failed: a retry comes back here, and crosses
-            ahead.clear()  # out of step (the core rewound): cross per record from here
-        assert self._shim is not None  # the Processor calls it only inside run()
-        return self._shim(record)  # the current run's bridge to the loop
-
-
-_Outcome = tuple[Any, bool, Any]
-"""(message, handler succeeded, outputs or the exception)."""
+        assert self._ahead is not None  # the Processor calls it only inside run()
+        return self._ahead.call(record)

@@ -120,6 +120,10 @@ class Consumer(HandlingLoop):
         self._client: ConsumerClient | None = None
         self._state = ConsumerState.NEW
         self._stop = threading.Event()
+        # sdk.aio: called with each polled batch of run() right before it is handled (after
+        # the at-most-once commit), to run the batch's async handlers in one loop crossing;
+        # returns how many records (from the first) had their handler run or begun
+        self._before_handle: Callable[[list[Any]], int] | None = None
         self._health = ClientHealth(self.stats)
         self._assigned: set[tuple[str, int]] = set()
         self._in_flight = 0
@@ -249,7 +253,10 @@ class Consumer(HandlingLoop):
         """
         with self._running(handle_sigterm):
             for messages in self._batches(max_records, idle_timeout):
-                self._handle_each(handler, messages)
+                ahead = 0
+                if self._before_handle is not None:  # sdk.aio: one loop crossing per batch
+                    ahead = self._before_handle(messages)
+                self._handle_each(handler, messages, ahead)
         return self.stats
 
     def run_batch(

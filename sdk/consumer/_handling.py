@@ -40,10 +40,17 @@ class HandlingLoop:
     _offsets: OffsetKeeper
     _observed: Callable[[], Telemetry | None]
 
-    def _handle_each(self, handler: Callable[[ConsumerRecord], Any], messages: list[Any]) -> None:
+    def _handle_each(
+        self, handler: Callable[[ConsumerRecord], Any], messages: list[Any], ahead: int = 0
+    ) -> None:
+        """Handle each record of a polled batch.
+
+        ``ahead``: how many records (from the first) had their handler run already
+        (``sdk.aio``); they are finished even after a stop.
+        """
         tel = self._observed()
         if tel is None:
-            self._handle_plain(handler, messages)
+            self._handle_plain(handler, messages, ahead)
             return
         for message in messages:
             if self._stop.is_set() and self.guarantee is _ALO:
@@ -66,7 +73,9 @@ class HandlingLoop:
                         self._failure.handle(handler, record, [message])
             self._done([message])  # stored per record: the commit timer sees every step
 
-    def _handle_plain(self, handler: Callable[[ConsumerRecord], Any], messages: list[Any]) -> None:
+    def _handle_plain(
+        self, handler: Callable[[ConsumerRecord], Any], messages: list[Any], ahead: int = 0
+    ) -> None:
         """The hot loop without telemetry (issue #16).
 
         The same steps as the traced loop, without the per-record costs: the handler's first
@@ -79,6 +88,9 @@ class HandlingLoop:
         ~1.2 us per record, as much as the rest of the loop.) A :meth:`stop` is seen at those
         stores, so at most a millisecond of handler time after it (the next record, for a
         handler slower than that); the rest of the batch is not stored and is read again.
+        The first ``ahead`` records, whose handlers already ran (``sdk.aio`` runs a batch's
+        handlers in one loop crossing), are finished even after a stop: not storing them
+        would only hand them out again.
         """
         failure, offsets, client = self._failure, self._offsets, self._client
         raw, alo, stopped = failure.decoder.raw, self.guarantee is _ALO, self._stop.is_set
@@ -88,7 +100,9 @@ class HandlingLoop:
         done = handled = stored = 0
         try:
             if alo and stopped():
-                return  # not stored: read again by the next run or the next owner
+                if not ahead:
+                    return  # not stored: read again by the next run or the next owner
+                messages = messages[:ahead]  # their handlers ran; the rest is read again
             for message in messages:
                 if raw:
                     record = ConsumerRecord(message.key(), message.value(), message)
@@ -109,7 +123,7 @@ class HandlingLoop:
                     if now - last_store >= STORE_EVERY_S:
                         offsets.handled(client, messages[stored:done])  # type: ignore[arg-type]
                         stored, last_store = done, now
-                        if stopped():
+                        if stopped() and done >= ahead:
                             return  # the rest is not stored: read again
         finally:
             failure.stats.handled += handled

@@ -137,7 +137,7 @@ class Processor(HandlingLoop):
         self._callback_error: BaseException | None = None
         # sdk.aio: called with each polled batch right before its records are handled (after
         # the at-most-once commit), to run the batch's async handlers in one loop crossing
-        self._before_handle: Callable[[list[Any]], None] | None = None
+        self._before_handle: Callable[[list[Any]], object] | None = None
         self._member: str | None = None  # group member id that received the assignment
         self._handled_marks = HandledMarks()  # at_most_once: positions committed before handling
         self._progress = ProgressTracker(on_progress, lambda: self.stats.records_in)

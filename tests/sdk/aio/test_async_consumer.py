@@ -99,3 +99,37 @@ def test_async_for_stores_only_what_was_acknowledged(
     taken = asyncio.run(main())
     assert taken == list(range(20))
     assert committed(bs, group, topic) == [10]  # the acknowledged prefix, stored on close
+
+
+def test_a_stop_mid_batch_keeps_each_record_handled_once(
+    kafka_cluster: Any, make_topic: Any, make_group: Any
+) -> None:
+    """A polled batch's handlers run in one crossing to the loop; a stop() from the handler of
+    record 150 ends that crossing there, the core still stores 0-150 (their handlers ran) and
+    the next run starts at 151: every record handled once."""
+    bs = kafka_cluster.bootstrap_servers
+    topic, group = make_topic(1), make_group()
+    seed(bs, topic, 300)
+    seen: list[int] = []
+
+    async def main() -> None:
+        prof = profile(bs, "at_least_once", group)
+        async with AsyncConsumer(prof, [topic]) as consumer:
+
+            async def stop_at_150(record: ConsumerRecord) -> None:
+                seen.append(int(record.value))
+                if int(record.value) == 150:
+                    consumer.stop()
+
+            await consumer.run(stop_at_150, idle_timeout=30)
+        assert committed(bs, group, topic) == [151]
+        async with AsyncConsumer(prof, [topic]) as again:
+
+            async def rest(record: ConsumerRecord) -> None:
+                seen.append(int(record.value))
+
+            await again.run(rest, max_records=149, idle_timeout=30)
+
+    asyncio.run(main())
+    assert seen == list(range(300))
+    assert committed(bs, group, topic) == [300]
