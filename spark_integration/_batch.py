@@ -1,7 +1,16 @@
-"""The exactly-once Kafka → PySpark → Kafka batch job (driver side)."""
+"""The exactly-once Kafka → PySpark → Kafka batch job (driver side).
+
+DataFrame APIs only, so the same job runs on ``local[...]``, a standalone cluster
+(``spark://``) and Spark Connect (``sc://``, which has no RDD API and no SparkContext): the
+planned ranges are a DataFrame of range numbers (``spark.range`` with one partition per
+range), each task runs its ranges in ``mapInArrow`` and returns its :class:`RangeResult` as a
+JSON row, and the driver collects the rows.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -13,7 +22,20 @@ from spark_integration._progress import ProgressReporter, stderr_line
 from spark_integration._ranges import PartitionRange, explain_ranges, plan_ranges
 from spark_integration._task import RangeResult, RecordTransform, run_range
 
-__all__ = ["BatchJobResult", "ExactlyOnceBatchJob", "check_spark_conf"]
+__all__ = ["BatchJobResult", "ExactlyOnceBatchJob", "check_spark_conf", "is_connect"]
+
+
+def is_connect(spark: Any) -> bool:
+    """True for a Spark Connect session (``sc://``): no SparkContext, no RDD API."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def _conf(spark: Any, key: str, default: str) -> str:
+    """A Spark setting, read through the session (works under Spark Connect too)."""
+    try:
+        return str(spark.conf.get(key, default))
+    except Exception:  # Connect: a setting the server will not disclose
+        return default
 
 
 def check_spark_conf(spark: Any, warn: Callable[[str], None] = stderr_line) -> None:
@@ -29,15 +51,14 @@ def check_spark_conf(spark: Any, warn: Callable[[str], None] = stderr_line) -> N
     Raises:
         ConfigurationError: Speculative execution is on.
     """
-    conf = spark.sparkContext.getConf()
-    if str(conf.get("spark.speculation", "false")).strip().lower() == "true":
+    if _conf(spark, "spark.speculation", "false").strip().lower() == "true":
         raise ConfigurationError(
             "spark.speculation: speculative execution runs two attempts of one partition's "
             "task at once; they fence each other (one transactional.id per input partition). "
             "Start the SparkSession with spark.speculation=false",
             field="spark.speculation",
         )
-    master = str(spark.sparkContext.master)
+    master = _conf(spark, "spark.master", "")
     if master.startswith("local[") and "," not in master:
         warn(
             f"warning: master {master!r} never retries a failed task; use local[N,F] "
@@ -94,16 +115,23 @@ class BatchJobResult:
 
 
 def _task_function(
-    config: BatchJobConfig, transform: RecordTransform
-) -> Callable[[Iterator[PartitionRange]], Iterator[RangeResult]]:
-    def task(ranges: Iterator[PartitionRange]) -> Iterator[RangeResult]:
+    work: list[PartitionRange], config: BatchJobConfig, transform: RecordTransform
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The ``mapInArrow`` function: range numbers in, one JSON result row per range out."""
+
+    def task(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
-        for rng in ranges:
-            result = run_range(rng, config, transform)
-            result.attempt = ctx.attemptNumber() if ctx is not None else -1
-            yield result
+        attempt = ctx.attemptNumber() if ctx is not None else -1
+        for batch in batches:
+            rows = []
+            for index in batch.column(0).to_pylist():
+                result = run_range(work[index], config, transform)
+                result.attempt = attempt
+                rows.append(json.dumps(dataclasses.asdict(result)))
+            yield pa.RecordBatch.from_arrays([pa.array(rows, pa.string())], names=["result"])
 
     return task
 
@@ -183,8 +211,7 @@ class ExactlyOnceBatchJob:
         if not work:
             self._progress("nothing to do: every partition is committed up to its stable end")
             return result
-        sc = self.spark.sparkContext
-        sc.setJobDescription(f"exactly-once {self.config.job_name}: {len(work)} partitions")
+        self._describe(f"exactly-once {self.config.job_name}: {len(work)} partitions")
         started = time.monotonic()
         with ProgressReporter(
             self.config.processing.consumer,
@@ -192,11 +219,18 @@ class ExactlyOnceBatchJob:
             self.config.progress_interval_s,
             self._progress,
         ) as reporter:
-            rdd = sc.parallelize(work, len(work))  # one range per Spark partition
-            result.results = rdd.mapPartitions(
-                _task_function(self.config, self.transform)
+            # one Spark partition (one task) per range; the ranges travel in the closure
+            ranges_df = self.spark.range(0, len(work), 1, len(work))
+            rows = ranges_df.mapInArrow(
+                _task_function(work, self.config, self.transform), "result string"
             ).collect()
+            result.results = [RangeResult(**json.loads(row["result"])) for row in rows]
             result.seconds = time.monotonic() - started
             self._progress(reporter.report())
         self._progress(f"exactly-once {self.config.job_name} done:\n{result.summary()}")
         return result
+
+    def _describe(self, text: str) -> None:
+        """Name the Spark job in the UI (no SparkContext under Spark Connect: skipped)."""
+        if not is_connect(self.spark):
+            self.spark.sparkContext.setJobDescription(text)

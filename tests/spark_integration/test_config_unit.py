@@ -116,8 +116,11 @@ class _Conf:
 
 
 class _Spark:
+    """A session stand-in: settings are read through ``spark.conf`` (Spark Connect has no
+    SparkContext), the master as ``spark.master``."""
+
     def __init__(self, master: str, **conf: str) -> None:
-        self.sparkContext = type("SC", (), {"master": master, "getConf": lambda s: _Conf(conf)})()
+        self.conf = _Conf({"spark.master": master, **conf})
 
 
 def test_speculation_is_rejected() -> None:
