@@ -8,7 +8,12 @@
   read_committed and the group's committed offsets as ``startingOffsets``.
 """
 
-from spark_integration._batch import BatchJobResult, ExactlyOnceBatchJob, check_spark_conf
+from spark_integration._batch import (
+    BatchJobResult,
+    ExactlyOnceBatchJob,
+    check_spark_conf,
+    is_connect,
+)
 from spark_integration._columnar import ColumnarTransform, batch_transform, records_to_columns
 from spark_integration._config import BatchJobConfig
 from spark_integration._native import (
@@ -24,7 +29,7 @@ from spark_integration._ranges import (
     plan_ranges,
     transactional_id_for,
 )
-from spark_integration._session import local_session
+from spark_integration._session import local_session, session
 from spark_integration._streaming import (
     ExactlyOnceStreamingSink,
     RowTransform,
@@ -52,6 +57,7 @@ __all__ = [
     "check_spark_conf",
     "explain_ranges",
     "format_progress",
+    "is_connect",
     "kafka_source_options",
     "local_session",
     "offsets_json",
@@ -60,6 +66,7 @@ __all__ = [
     "read_kafka_stream",
     "records_to_columns",
     "run_range",
+    "session",
     "slice_of",
     "transactional_id_for",
     "write_slice",

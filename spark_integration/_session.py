@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["local_session"]
+__all__ = ["local_session", "session"]
 
 
 def local_session(
@@ -57,6 +57,60 @@ def local_session(
         .config("spark.python.worker.reuse", "true")
         .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
     )
+    if jars:
+        builder = builder.config("spark.jars", ",".join(str(j) for j in jars))
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def session(
+    master: str,
+    app_name: str = "kafka-semantics",
+    *,
+    jars: Sequence[Path | str] = (),
+    python_path: Sequence[str] = (),
+    conf: Mapping[str, str] | None = None,
+) -> Any:
+    """A SparkSession for any master the exactly-once helpers run on.
+
+    * ``local[...]``: :func:`local_session` (``local[N,F]`` parsed for cores and retries);
+    * ``spark://host:port``: a standalone cluster; speculation off, ``python_path`` on the
+      executors' ``PYTHONPATH`` (where your transforms and this package are importable, if
+      they are not installed there), ``jars`` on the classpath;
+    * ``sc://host:port``: a Spark Connect client (no SparkContext: the server has its jars
+      and Python path; ``jars``, ``python_path`` and ``conf`` are not sent).
+
+    Raises:
+        ConfigurationError: An unknown master scheme.
+    """
+    from pyspark.sql import SparkSession
+
+    from sdk.errors import ConfigurationError
+
+    if master.startswith("sc://"):
+        return SparkSession.builder.remote(master).getOrCreate()
+    if master.startswith("local["):
+        inner = master[len("local[") : -1].split(",")
+        cores = (os.cpu_count() or 2) if inner[0] == "*" else int(inner[0])
+        failures = int(inner[1]) if len(inner) > 1 else 1
+        return local_session(app_name, cores=cores, max_failures=failures, jars=jars, conf=conf)
+    if not master.startswith("spark://"):
+        raise ConfigurationError(
+            f"master {master!r}: use local[N,F], spark://host:port or sc://host:port",
+            field="master",
+        )
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.speculation", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+    )
+    if python_path:
+        builder = builder.config("spark.executorEnv.PYTHONPATH", os.pathsep.join(python_path))
     if jars:
         builder = builder.config("spark.jars", ",".join(str(j) for j in jars))
     for key, value in (conf or {}).items():

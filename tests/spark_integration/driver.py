@@ -17,8 +17,9 @@ from sdk.testing.spark_jars import resolve_spark_kafka_jars
 from spark_integration._batch import ExactlyOnceBatchJob
 from spark_integration._config import BatchJobConfig
 from spark_integration._native import read_kafka, read_kafka_stream
-from spark_integration._session import local_session
+from spark_integration._session import local_session, session
 from spark_integration._streaming import ExactlyOnceStreamingSink, StreamingSinkConfig
+from tests.spark_integration._support import ROOT
 from tests.spark_integration.transforms import CopyRecords, CopyRows, FaultRules, NativeRows
 
 
@@ -33,8 +34,21 @@ def _rules(a: dict[str, Any]) -> FaultRules:
     )
 
 
+def _session(a: dict[str, Any], app: str) -> Any:
+    """``master`` in the args: a standalone cluster or Spark Connect; else local mode."""
+    master = a.get("master")
+    if master is None:
+        return local_session(app)
+    return session(
+        master,
+        app,
+        python_path=[str(ROOT)],
+        conf={"spark.driver.host": "127.0.0.1", "spark.executor.memory": "512m"},
+    )
+
+
 def batch(a: dict[str, Any]) -> dict[str, Any]:
-    spark = local_session("eos-batch")
+    spark = _session(a, "eos-batch")
     config = BatchJobConfig.exactly_once(
         job_name=a["job"],
         input_topics=[a["src"]],
