@@ -21,7 +21,6 @@ import contextlib
 import json
 import re
 import time
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -37,7 +36,11 @@ from sdk.processor import OutputRecord, ProcessorStats
 from sdk.producer import Producer
 from sdk.profiles import Guarantee, ProducerProfile
 from sdk.profiles._base import ProfileModel
+from spark_integration._batch import is_connect
 from spark_integration._ranges import fetch_committed
+from spark_integration._slicing import FILLER as _FILLER
+from spark_integration._slicing import SLICE as _SLICE
+from spark_integration._slicing import slice_adder, slice_of, slice_writer
 
 __all__ = [
     "ExactlyOnceStreamingSink",
@@ -130,22 +133,6 @@ class SliceResult:
     skipped: bool
     records_out: int = 0
     attempt: int = -1
-
-
-def slice_of(values: tuple[Any, ...], slices: int) -> int:
-    """The slice of a row from its slice-column values: deterministic in every process.
-
-    Integers add as themselves, anything else as the CRC-32 of its ``str`` (Python's ``hash``
-    of a str differs between processes). With ``("topic", "partition")`` the partitions of one
-    topic go round-robin over the slices.
-    """
-    total = 0
-    for value in values:
-        if isinstance(value, int) and not isinstance(value, bool):
-            total += value
-        else:
-            total += zlib.crc32(str(value).encode())
-    return total % slices
 
 
 def _marker_metadata(slices: int) -> str:
@@ -282,42 +269,54 @@ class ExactlyOnceStreamingSink:
     def __call__(self, batch_df: Any, batch_id: int) -> None:
         """Write one micro-batch (the ``foreachBatch`` callback, runs on the driver).
 
+        DataFrame APIs only (``mapInArrow``, ``repartition``, ``unionByName``), so it runs
+        under Spark Connect too, where the callback runs beside the server.
+
         Raises:
             ConfigurationError: The batch is a replay with a different slice count than the
-                run that committed part of it (the batch is not deterministic).
+                run that committed part of it (the batch is not deterministic); or
+                ``slice_columns=()`` under Spark Connect.
             Exception: A slice failed more often than Spark retries a task.
         """
-        rdd = self._sliced(batch_df)
-        slices = rdd.getNumPartitions()
+        sliced, slices = self._sliced(batch_df)
         if slices == 0:
             return
         self._prepare(batch_id, slices)
-        config, transform = self.config, self.transform
-
-        def run(index: int, rows: Iterator[Any]) -> Iterator[SliceResult]:
-            from pyspark import TaskContext
-
-            result = write_slice(config, transform, batch_id, index, slices, rows)
-            ctx = TaskContext.get()
-            result.attempt = ctx.attemptNumber() if ctx is not None else -1
-            yield result
-
-        batch_df.sparkSession.sparkContext.setJobDescription(
-            f"exactly-once sink {config.sink_name}: batch {batch_id}, {slices} slices"
+        writer = slice_writer(
+            self.config, self.transform, batch_id, slices, by_column=bool(self.config.slice_columns)
         )
-        results: list[SliceResult] = rdd.mapPartitionsWithIndex(run).collect()
-        self.history.append(results)
+        if not is_connect(batch_df):
+            batch_df.sparkSession.sparkContext.setJobDescription(
+                f"exactly-once sink {self.config.sink_name}: batch {batch_id}, {slices} slices"
+            )
+        rows = sliced.mapInArrow(writer, "result string").collect()
+        results = [SliceResult(**json.loads(row["result"])) for row in rows]
+        self.history.append(sorted(results, key=lambda r: r.slice_index))
         del self.history[:-100]
 
-    def _sliced(self, batch_df: Any) -> Any:
-        """Partition the batch's rows into ``slices`` by :func:`slice_of` their slice columns.
+    def _sliced(self, batch_df: Any) -> tuple[Any, int]:
+        """The batch with every row in its slice's Spark partition, and the slice count.
+
+        With ``slice_columns``: a column holding :func:`slice_of` the row's slice-column
+        values (computed in Python, in ``mapInArrow``), one filler row per slice (so that every
+        slice, even an empty one, is written with its marker, as a replay expects), hash
+        partitioning by that column, and rows sorted by it within each partition. Without:
+        the batch's own partitions, one slice each.
 
         Raises:
-            ConfigurationError: A slice column is not a column of the batch.
+            ConfigurationError: A slice column is not a column of the batch, or
+                ``slice_columns=()`` under Spark Connect (no partition count without RDDs).
         """
         columns = self.config.slice_columns
         if not columns:
-            return batch_df.rdd
+            if is_connect(batch_df):
+                raise ConfigurationError(
+                    "slice_columns=(): keeping the batch's own partitioning needs its partition "
+                    "count, which Spark Connect does not expose (no RDD API); name slice "
+                    "columns instead",
+                    field="slice_columns",
+                )
+            return batch_df, int(batch_df.rdd.getNumPartitions())
         missing = [c for c in columns if c not in batch_df.columns]
         if missing:
             raise ConfigurationError(
@@ -325,12 +324,26 @@ class ExactlyOnceStreamingSink:
                 "columns that exist, or () to keep the batch's own (deterministic) partitioning",
                 field="slice_columns",
             )
+        from pyspark.sql import functions as sql
+        from pyspark.sql.types import BooleanType, IntegerType, StructField, StructType
+
         n = self.config.slices
-
-        def keyed(row: Any) -> tuple[int, Any]:
-            return slice_of(tuple(row[c] for c in columns), n), row
-
-        return batch_df.rdd.map(keyed).partitionBy(n, lambda k: k).values()
+        schema = batch_df.schema
+        extended = StructType(
+            [
+                *schema.fields,
+                StructField(_SLICE, IntegerType()),
+                StructField(_FILLER, BooleanType()),
+            ]
+        )
+        with_slice = batch_df.mapInArrow(slice_adder(tuple(columns), n), extended)
+        fillers = batch_df.sparkSession.range(n).select(
+            *[sql.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields],
+            sql.col("id").cast("int").alias(_SLICE),
+            sql.lit(True).alias(_FILLER),
+        )
+        sliced = with_slice.unionByName(fillers).repartition(n, _SLICE).sortWithinPartitions(_SLICE)
+        return sliced, n
 
     def _prepare(self, batch_id: int, slices: int) -> None:
         """Grow the progress topic to ``slices`` partitions; refuse a changed slice count.

@@ -34,14 +34,15 @@ def _rules(a: dict[str, Any]) -> FaultRules:
     )
 
 
-def _session(a: dict[str, Any], app: str) -> Any:
+def _session(a: dict[str, Any], app: str, jars: Any = ()) -> Any:
     """``master`` in the args: a standalone cluster or Spark Connect; else local mode."""
     master = a.get("master")
     if master is None:
-        return local_session(app)
+        return local_session(app, jars=jars)
     return session(
         master,
         app,
+        jars=jars,
         python_path=[str(ROOT)],
         conf={"spark.driver.host": "127.0.0.1", "spark.executor.memory": "512m"},
     )
@@ -91,7 +92,7 @@ def native(a: dict[str, Any]) -> dict[str, Any]:
 
 
 def stream(a: dict[str, Any]) -> dict[str, Any]:
-    spark = local_session("eos-stream", jars=resolve_spark_kafka_jars().jars)
+    spark = _session(a, "eos-stream", resolve_spark_kafka_jars().jars)
     consumer = ConsumerProfile(
         guarantee="exactly_once", bootstrap_servers=a["bs"], group_id=a["group"]
     )
@@ -105,6 +106,18 @@ def stream(a: dict[str, Any]) -> dict[str, Any]:
     )
     history: list[list[dict[str, Any]]] = []
     block_batch = a.get("block_batch")
+    if str(a.get("master", "")).startswith("sc://"):
+        # Spark Connect runs foreachBatch beside the server: the sink itself is the function
+        # (no history comes back to this client)
+        query = (
+            df.writeStream.foreachBatch(ExactlyOnceStreamingSink(config, CopyRows(a["dst"])))
+            .option("checkpointLocation", a["checkpoint"])
+            .queryName(a["job"])
+            .start()
+        )
+        query.processAllAvailable()
+        query.stop()
+        return {"history": history}
 
     def each(batch_df: Any, batch_id: int) -> None:
         rules = _rules(a) if batch_id == block_batch else FaultRules()
