@@ -13,10 +13,14 @@ output topic:
 
 Times are wall clock from the job's start to its end (planning included), medians over
 ``--runs`` runs after one discarded warm-up pass; the row order rotates between runs. Output
-counts are checked (ours must be exactly ``-n``). Usage::
+counts are checked (ours must be exactly ``-n``). ``--standalone 1,2`` runs the same rows on a
+real standalone Spark cluster (:class:`sdk.testing.spark_cluster.StandaloneSpark`, one core per
+worker) once per worker count, and prints the scaling from the first count to the last.
+Usage::
 
     .venv/bin/python benchmarks/spark.py                    # starts a 1-node local cluster
     .venv/bin/python benchmarks/spark.py --bootstrap 127.0.0.1:9092 -n 200000
+    .venv/bin/python benchmarks/spark.py --standalone 1,2 -n 200000 --partitions 8
 """
 
 from __future__ import annotations
@@ -42,7 +46,9 @@ from sdk.testing.spark_jars import resolve_spark_kafka_jars
 from spark_integration._batch import ExactlyOnceBatchJob
 from spark_integration._config import BatchJobConfig
 from spark_integration._native import read_kafka
-from spark_integration._session import local_session
+from spark_integration._session import local_session, session
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class CopyTo:
@@ -144,11 +150,23 @@ ROWS: list[tuple[str, Callable[..., None], bool]] = [
 ]
 
 
-def run(bs: str, n: int, partitions: int, runs: int, chunk: int) -> dict[str, float]:
+def run(
+    bs: str, n: int, partitions: int, runs: int, chunk: int, master: str | None = None
+) -> dict[str, float]:
     """Run every row ``runs`` times after a warm-up; return the median records/s per row."""
     src = create_topic(bs, f"bench-in-{uuid.uuid4().hex[:8]}", partitions)
     seed(bs, src, n)
-    spark = local_session("spark-benchmark", jars=resolve_spark_kafka_jars().jars)
+    jars = resolve_spark_kafka_jars().jars
+    if master is None:
+        spark = local_session("spark-benchmark", jars=jars)
+    else:
+        spark = session(
+            master,
+            "spark-benchmark",
+            jars=jars,
+            python_path=[str(ROOT)],
+            conf={"spark.driver.host": "127.0.0.1", "spark.executor.memory": "512m"},
+        )
     rates: dict[str, list[float]] = {name: [] for name, _, _ in ROWS}
     try:
         for r in range(runs + 1):  # pass 0 is the warm-up
@@ -183,6 +201,9 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--chunk", type=int, default=10_000, help="records per transaction")
+    parser.add_argument(
+        "--standalone", help="worker counts for a standalone cluster, e.g. 1,2 (default: local)"
+    )
     args = parser.parse_args()
     cluster = None
     bs = args.bootstrap
@@ -192,6 +213,9 @@ def main() -> None:
         cluster = LocalCluster(nodes=1).start()
         bs = cluster.bootstrap_servers
     try:
+        if args.standalone:
+            _standalone(args, bs)
+            return
         medians = run(bs, args.n, args.partitions, args.runs, args.chunk)
     finally:
         if cluster is not None:
@@ -206,6 +230,34 @@ def main() -> None:
         f"\nratio ours / native (Python copy) = "
         f"{ours_rate / medians['native sink, Python copy']:.2f}  (target >= 0.7)"
     )
+
+
+def _standalone(args: argparse.Namespace, bs: str) -> None:
+    """The rows on a standalone cluster per worker count; the table and the scaling."""
+    from sdk.testing.spark_cluster import StandaloneSpark
+
+    counts = [int(w) for w in args.standalone.split(",")]
+    by_workers: dict[int, dict[str, float]] = {}
+    for workers in counts:
+        print(f"standalone cluster: {workers} worker(s), 1 core each", flush=True)
+        with StandaloneSpark(workers=workers, cores=1, python_path=[str(ROOT)]) as spark_cluster:
+            by_workers[workers] = run(
+                bs, args.n, args.partitions, args.runs, args.chunk, spark_cluster.master_url
+            )
+    print(f"\n{args.n:,} records, {args.partitions} partitions, median of {args.runs} runs")
+    print("| row | " + " | ".join(f"{w} worker(s) records/s" for w in counts) + " | scaling |")
+    print("| --- |" + " ---: |" * (len(counts) + 1))
+    first, last = counts[0], counts[-1]
+    for name, _, _ in ROWS:
+        rates = [by_workers[w][name] for w in counts]
+        scaling = by_workers[last][name] / by_workers[first][name]
+        cells = " | ".join(f"{r:,.0f}" for r in rates)
+        print(f"| {name} | {cells} | {scaling:.2f}x |")
+    for w in counts:
+        ratio = by_workers[w]["exactly-once job (ours)"] / by_workers[w]["native sink, Python copy"]
+        print(f"ours / native (Python copy), {w} worker(s): {ratio:.2f}  (target >= 0.8)")
+    ours = [by_workers[w]["exactly-once job (ours)"] for w in (first, last)]
+    print(f"ours, {first} -> {last} workers: {ours[1] / ours[0]:.2f}x  (target >= 1.6)")
 
 
 if __name__ == "__main__":
