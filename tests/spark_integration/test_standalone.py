@@ -19,6 +19,7 @@ from tests.spark_integration._support import (
     committed,
     kill_group,
     read_values,
+    run_driver,
     seed,
     start_driver,
     verdict,
@@ -101,3 +102,52 @@ def test_batch_job_on_a_standalone_cluster_survives_an_executor_kill(
     distinct = native.select("value").distinct().count()
     print(f"Spark's Kafka reader (read_committed): {total} records, {distinct} distinct")
     assert (total, distinct) == (N, N)
+
+
+def test_streaming_sink_on_a_standalone_cluster_survives_an_executor_kill_and_a_restart(
+    kafka_cluster: Any, make_topic: Any, make_group: Any, tmp_path: Path
+) -> None:
+    """The streaming sink on the standalone cluster: an executor JVM SIGKILLed mid-query (Spark
+    reruns its slice tasks, which fence their earlier attempts), then the driver SIGKILLed and
+    the query restarted from its checkpoint: 0 duplicates, 0 missing."""
+    bs = require_local(kafka_cluster).bootstrap_servers
+    parts, n = 4, 60_000
+    src, dst, progress = make_topic(parts), make_topic(parts), make_topic(1)
+    group = make_group()
+    seed(bs, src, n, transactional=True)  # markers and aborted records in the input
+    with StandaloneSpark(workers=2, cores=1, python_path=[str(ROOT)]) as cluster:
+        args: dict[str, Any] = {
+            "mode": "stream",
+            "master": cluster.master_url,
+            "bs": bs,
+            "src": src,
+            "dst": dst,
+            "group": group,
+            "job": "sink",
+            "prefix": f"{group}-",
+            "progress_topic": progress,
+            "per_batch": 4_000,
+            "checkpoint": str(tmp_path / "checkpoint"),
+        }
+
+        def batches_done() -> int:
+            return min(committed(bs, "sink.progress", progress, parts))
+
+        proc = start_driver(args, tmp_path / "run1.log")
+        try:
+            wait_for(lambda: batches_done() >= 2 or proc.poll() is not None, 300, "batch 1")
+            assert proc.poll() is None, (tmp_path / "run1.log").read_text()[-3000:]
+            killed = cluster.kill_executor()
+            at = batches_done()
+            print(f"\nSIGKILL executor JVM {killed} after batch {at - 1}")
+            wait_for(lambda: batches_done() >= at + 2 or proc.poll() is not None, 300, "2 more")
+            assert proc.poll() is None, (tmp_path / "run1.log").read_text()[-3000:]
+        finally:
+            kill_group(proc)  # the driver: the query restarts from its checkpoint below
+        markers = committed(bs, "sink.progress", progress, parts)
+        print(f"driver SIGKILLed; markers (batch id + 1 per slice): {markers}")
+        out = run_driver(args, tmp_path / "run2.log", timeout=600)
+        print(f"run 2 wrote {len(out['history'])} batches")
+    v = verdict(read_values(bs, dst), n)
+    print(f"streaming sink on the standalone cluster: {v}")
+    assert (v.count, v.duplicates, v.missing, v.foreign) == (n, 0, 0, 0)
