@@ -51,13 +51,21 @@ def test_async_exactly_once_copy_survives_kills_and_rebalances(
 def test_async_zombie_past_the_transaction_timeout_is_fenced(
     kafka_cluster: Any, make_topic: Any, make_group: Any, tmp_path: Path
 ) -> None:
-    """Worker a is SIGSTOPped with a transaction open for 20 s, past its session timeout (6 s)
-    and its transaction timeout (8 s); after SIGCONT its transaction is aborted, never
-    committed: 0 lost, 0 duplicated."""
+    """100,000 records; worker a is SIGSTOPped with a transaction open for 20 s, past its
+    session timeout (6 s) and its transaction timeout (8 s); after SIGCONT its transaction is
+    aborted, never committed: 0 lost, 0 duplicated."""
     bs = require_local(kafka_cluster).bootstrap_servers
     src, dst, group = make_topic(PARTS), make_topic(PARTS), make_group()
     out = zombie_run(
-        bs, tmp_path, src, dst, group, frozen_s=20, front="async", transaction_timeout_ms=8_000
+        bs,
+        tmp_path,
+        src,
+        dst,
+        group,
+        frozen_s=20,
+        n=100_000,
+        front="async",
+        transaction_timeout_ms=8_000,
     )
     sa, v = out["a"], out["verdict"]
     assert sa["aborts"] >= 1  # a's open transaction was aborted (by a, or by a new epoch)

@@ -205,13 +205,19 @@ def crash_run(
 
 
 def zombie_run(
-    bs: str, tmp_path: Path, src: str, dst: str, group: str, frozen_s: float = 10, **extra: Any
+    bs: str,
+    tmp_path: Path,
+    src: str,
+    dst: str,
+    group: str,
+    frozen_s: float = 10,
+    n: int = 20_000,
+    **extra: Any,
 ) -> dict[str, Any]:
     """Worker a is frozen (SIGSTOP) mid-transaction for ``frozen_s``, then thawed.
 
     The default 10 s is past the session timeout (6 s): the group moves a's partitions to b.
     """
-    n = 20_000
     seed(bs, src, n)
     base = {
         "bootstrap": bs,
