@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from spark_integration._streaming import RowTransform, StreamingSinkConfig
 
-__all__ = ["FILLER", "SLICE", "slice_adder", "slice_of", "slice_writer"]
+__all__ = ["FILLER", "KEY", "SLICE", "slice_adder", "slice_of", "slice_writer"]
 
 
 def slice_of(values: tuple[Any, ...], slices: int) -> int:
@@ -37,11 +37,18 @@ def slice_of(values: tuple[Any, ...], slices: int) -> int:
 
 
 SLICE, FILLER = "__kafka_semantics_slice", "__kafka_semantics_filler"
+KEY = "__kafka_semantics_key"
 _SLICE, _FILLER = SLICE, FILLER
 
 
-def slice_adder(columns: tuple[str, ...], slices: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """``mapInArrow``: append each row's slice (:func:`slice_of`) and a False filler flag."""
+def slice_adder(
+    columns: tuple[str, ...], slices: int, keys: list[int]
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """``mapInArrow``: append each row's slice, a False filler flag and the partition key.
+
+    The slice is :func:`slice_of` of the row's slice-column values; the key is
+    ``keys[slice]``, the value whose Spark hash partition is the slice's index.
+    """
 
     def add(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -54,8 +61,9 @@ def slice_adder(columns: tuple[str, ...], slices: int) -> Callable[[Iterator[Any
                     *batch.columns,
                     pa.array(index, pa.int32()),
                     pa.array([False] * batch.num_rows, pa.bool_()),
+                    pa.array([keys[i] for i in index], pa.int32()),
                 ],
-                names=[*batch.schema.names, _SLICE, _FILLER],
+                names=[*batch.schema.names, _SLICE, _FILLER, KEY],
             )
 
     return add

@@ -39,6 +39,7 @@ from sdk.profiles._base import ProfileModel
 from spark_integration._batch import is_connect
 from spark_integration._ranges import fetch_committed
 from spark_integration._slicing import FILLER as _FILLER
+from spark_integration._slicing import KEY as _KEY
 from spark_integration._slicing import SLICE as _SLICE
 from spark_integration._slicing import slice_adder, slice_of, slice_writer
 
@@ -265,6 +266,7 @@ class ExactlyOnceStreamingSink:
         self.transform = transform
         self._admin_factory = admin_factory
         self.history: list[list[SliceResult]] = []
+        self._keys: dict[int, list[int]] = {}  # slice count -> partition key per slice
 
     def __call__(self, batch_df: Any, batch_id: int) -> None:
         """Write one micro-batch (the ``foreachBatch`` callback, runs on the driver).
@@ -334,16 +336,55 @@ class ExactlyOnceStreamingSink:
                 *schema.fields,
                 StructField(_SLICE, IntegerType()),
                 StructField(_FILLER, BooleanType()),
+                StructField(_KEY, IntegerType()),
             ]
         )
-        with_slice = batch_df.mapInArrow(slice_adder(tuple(columns), n), extended)
+        keys = self._partition_keys(batch_df.sparkSession, n)
+        with_slice = batch_df.mapInArrow(slice_adder(tuple(columns), n, keys), extended)
+        filler_keys = sql.create_map(*[sql.lit(x) for i, k in enumerate(keys) for x in (i, k)])
         fillers = batch_df.sparkSession.range(n).select(
             *[sql.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields],
             sql.col("id").cast("int").alias(_SLICE),
             sql.lit(True).alias(_FILLER),
+            filler_keys[sql.col("id").cast("int")].alias(_KEY),
         )
-        sliced = with_slice.unionByName(fillers).repartition(n, _SLICE).sortWithinPartitions(_SLICE)
+        # hash partitioning of the key column puts slice i in Spark partition i: one task per
+        # slice, as with the RDD partitioner before (a blocked or failed slice holds up no other)
+        # (sorted by slice all the same: a writer must never see one slice's rows split)
+        sliced = (
+            with_slice.unionByName(fillers)
+            .repartition(n, _KEY)
+            .drop(_KEY)
+            .sortWithinPartitions(_SLICE)
+        )
         return sliced, n
+
+    def _partition_keys(self, spark: Any, n: int) -> list[int]:
+        """For each slice ``i``, an int whose Spark hash partition among ``n`` is ``i``.
+
+        ``repartition(n, col)`` places a row in ``pmod(hash(col), n)`` (Murmur3, seed 42);
+        asking Spark (once per slice count) keeps the mapping Spark's own.
+
+        Raises:
+            ConfigurationError: No key was found for some slice (cannot happen for n <= 10,000
+                in practice; checked rather than assumed).
+        """
+        if n not in self._keys:
+            from pyspark.sql import functions as sql
+
+            ids = spark.range(0, 64 * n).select(
+                sql.col("id").cast("int").alias("k"),
+                sql.pmod(sql.hash(sql.col("id").cast("int")), sql.lit(n)).alias("p"),
+            )
+            first: dict[int, int] = {}
+            for row in ids.collect():
+                first.setdefault(int(row["p"]), int(row["k"]))
+            if len(first) < n:
+                raise ConfigurationError(
+                    f"slices={n}: no partition key found for every slice", field="slices"
+                )
+            self._keys[n] = [first[i] for i in range(n)]
+        return self._keys[n]
 
     def _prepare(self, batch_id: int, slices: int) -> None:
         """Grow the progress topic to ``slices`` partitions; refuse a changed slice count.
