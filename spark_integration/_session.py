@@ -57,13 +57,7 @@ def local_session(
         .config("spark.python.worker.reuse", "true")
         .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
     )
-    if jars:
-        builder = builder.config("spark.jars", ",".join(str(j) for j in jars))
-    for key, value in (conf or {}).items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return _create(builder, jars, conf)
 
 
 def session(
@@ -111,6 +105,11 @@ def session(
     )
     if python_path:
         builder = builder.config("spark.executorEnv.PYTHONPATH", os.pathsep.join(python_path))
+    return _create(builder, jars, conf)
+
+
+def _create(builder: Any, jars: Sequence[Path | str], conf: Mapping[str, str] | None) -> Any:
+    """Add the jars and the caller's settings (applied last), create, quiet the log."""
     if jars:
         builder = builder.config("spark.jars", ",".join(str(j) for j in jars))
     for key, value in (conf or {}).items():

@@ -38,7 +38,6 @@ def slice_of(values: tuple[Any, ...], slices: int) -> int:
 
 SLICE, FILLER = "__kafka_semantics_slice", "__kafka_semantics_filler"
 KEY = "__kafka_semantics_key"
-_SLICE, _FILLER = SLICE, FILLER
 
 
 def slice_adder(
@@ -63,7 +62,7 @@ def slice_adder(
                     pa.array([False] * batch.num_rows, pa.bool_()),
                     pa.array([keys[i] for i in index], pa.int32()),
                 ],
-                names=[*batch.schema.names, _SLICE, _FILLER, KEY],
+                names=[*batch.schema.names, SLICE, FILLER, KEY],
             )
 
     return add
@@ -88,13 +87,13 @@ def slice_writer(
 
         make: Any = None
         for batch in batches:
-            names = [n for n in batch.schema.names if n not in (_SLICE, _FILLER)]
+            names = [n for n in batch.schema.names if n not in (SLICE, FILLER)]
             if make is None:
                 make = Row(*names)
             cols = [batch.column(batch.schema.get_field_index(n)).to_pylist() for n in names]
             if by_column:
-                slice_col = batch.column(batch.schema.get_field_index(_SLICE)).to_pylist()
-                filler = batch.column(batch.schema.get_field_index(_FILLER)).to_pylist()
+                slice_col = batch.column(batch.schema.get_field_index(SLICE)).to_pylist()
+                filler = batch.column(batch.schema.get_field_index(FILLER)).to_pylist()
             for i, values in enumerate(zip(*cols, strict=True)):
                 if by_column:
                     yield slice_col[i], bool(filler[i]), make(*values)

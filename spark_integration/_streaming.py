@@ -38,10 +38,7 @@ from sdk.profiles import Guarantee, ProducerProfile
 from sdk.profiles._base import ProfileModel
 from spark_integration._batch import is_connect
 from spark_integration._ranges import fetch_committed
-from spark_integration._slicing import FILLER as _FILLER
-from spark_integration._slicing import KEY as _KEY
-from spark_integration._slicing import SLICE as _SLICE
-from spark_integration._slicing import slice_adder, slice_of, slice_writer
+from spark_integration._slicing import FILLER, KEY, SLICE, slice_adder, slice_of, slice_writer
 
 __all__ = [
     "ExactlyOnceStreamingSink",
@@ -334,9 +331,9 @@ class ExactlyOnceStreamingSink:
         extended = StructType(
             [
                 *schema.fields,
-                StructField(_SLICE, IntegerType()),
-                StructField(_FILLER, BooleanType()),
-                StructField(_KEY, IntegerType()),
+                StructField(SLICE, IntegerType()),
+                StructField(FILLER, BooleanType()),
+                StructField(KEY, IntegerType()),
             ]
         )
         keys = self._partition_keys(batch_df.sparkSession, n)
@@ -344,18 +341,18 @@ class ExactlyOnceStreamingSink:
         filler_keys = sql.create_map(*[sql.lit(x) for i, k in enumerate(keys) for x in (i, k)])
         fillers = batch_df.sparkSession.range(n).select(
             *[sql.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields],
-            sql.col("id").cast("int").alias(_SLICE),
-            sql.lit(True).alias(_FILLER),
-            filler_keys[sql.col("id").cast("int")].alias(_KEY),
+            sql.col("id").cast("int").alias(SLICE),
+            sql.lit(True).alias(FILLER),
+            filler_keys[sql.col("id").cast("int")].alias(KEY),
         )
         # hash partitioning of the key column puts slice i in Spark partition i: one task per
         # slice, as with the RDD partitioner before (a blocked or failed slice holds up no other)
         # (sorted by slice all the same: a writer must never see one slice's rows split)
         sliced = (
             with_slice.unionByName(fillers)
-            .repartition(n, _KEY)
-            .drop(_KEY)
-            .sortWithinPartitions(_SLICE)
+            .repartition(n, KEY)
+            .drop(KEY)
+            .sortWithinPartitions(SLICE)
         )
         return sliced, n
 

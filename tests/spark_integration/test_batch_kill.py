@@ -93,20 +93,7 @@ def test_batch_job_exactly_once_under_task_failures_and_a_driver_kill(
     print(f"exactly-once batch job: {v}")
     assert (v.count, v.duplicates, v.missing, v.foreign) == (N, 0, 0, 0)
 
-    text = cluster.java_tool(
-        "org.apache.kafka.tools.consumer.ConsoleConsumer",
-        "--bootstrap-server",
-        bs,
-        "--topic",
-        dst,
-        "--from-beginning",
-        "--isolation-level",
-        "read_committed",
-        "--timeout-ms",
-        "5000",
-        timeout=120,
-    )
-    values = [line.strip() for line in text.splitlines() if line.strip().isdigit()]
+    values = [line for line in cluster.console_read_committed(dst, idle_ms=5_000) if line.isdigit()]
     print(
         f"Java ConsoleConsumer (read_committed): {len(values)} records, {len(set(values))} distinct"
     )

@@ -404,6 +404,37 @@ class LocalCluster(FaultInjection):
             )
         return proc.stdout.decode(errors="replace")
 
+    def console_read_committed(self, topic: str, *, idle_ms: int = 15_000) -> list[str]:
+        """Read ``topic`` from the beginning with Kafka's Java console consumer, read_committed.
+
+        A reader that is not the SDK nor librdkafka, for counting an exactly-once output.
+
+        Args:
+            topic: The topic to read.
+            idle_ms: The console consumer stops after this long without a record.
+
+        Returns:
+            Its non-empty output lines, stripped (the record values, and any other line it
+            printed).
+
+        Raises:
+            ClusterError: It exited non-zero.
+        """
+        text = self.java_tool(
+            "org.apache.kafka.tools.consumer.ConsoleConsumer",
+            "--bootstrap-server",
+            self.bootstrap_servers,
+            "--topic",
+            topic,
+            "--from-beginning",
+            "--isolation-level",
+            "read_committed",
+            "--timeout-ms",
+            str(idle_ms),
+            timeout=120,
+        )
+        return [line.strip() for line in text.splitlines() if line.strip()]
+
     def _node(self, node_id: int) -> Node:
         try:
             return self._nodes[node_id]

@@ -29,20 +29,7 @@ def test_async_exactly_once_copy_survives_kills_and_rebalances(
     v = out["verdict"]
     assert out["kills"] == 3
     assert (v.count, v.duplicates, v.missing, v.order_violations) == (N, 0, 0, 0)
-    text = cluster.java_tool(
-        "org.apache.kafka.tools.consumer.ConsoleConsumer",
-        "--bootstrap-server",
-        bs,
-        "--topic",
-        dst,
-        "--from-beginning",
-        "--isolation-level",
-        "read_committed",
-        "--timeout-ms",
-        "15000",
-        timeout=120,
-    )
-    values = [line.strip() for line in text.splitlines() if line.strip().isdigit()]
+    values = [line for line in cluster.console_read_committed(dst) if line.isdigit()]
     print(f"[exactly_once async] Java ConsoleConsumer (read_committed) count={len(values)}")
     assert len(values) == N
     assert len(set(values)) == N

@@ -23,20 +23,7 @@ def test_exactly_once_copy_survives_kills_and_rebalances(
     v = out["verdict"]
     assert out["kills"] == 3
     assert (v.count, v.duplicates, v.missing, v.order_violations) == (N, 0, 0, 0)
-    text = cluster.java_tool(
-        "org.apache.kafka.tools.consumer.ConsoleConsumer",
-        "--bootstrap-server",
-        bs,
-        "--topic",
-        dst,
-        "--from-beginning",
-        "--isolation-level",
-        "read_committed",
-        "--timeout-ms",
-        "15000",
-        timeout=120,
-    )
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = cluster.console_read_committed(dst)
     values = [line for line in lines if line.isdigit()]
     print(
         f"[exactly_once] console consumer non-record lines: {[x for x in lines if not x.isdigit()]}"
