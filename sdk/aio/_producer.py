@@ -59,9 +59,7 @@ class _FutureHandle(DeliveryHandle):
     __slots__ = ("future",)
 
     def __init__(self, record: ProducerRecord, owner: _LoopProducer) -> None:
-        self.record = record
-        self._owner = owner
-        self._state = None
+        super().__init__(record, owner)
         loop = owner.loop
         assert loop is not None  # AsyncProducer binds the loop before the first send
         self.future: asyncio.Future[RecordMetadata] = loop.create_future()

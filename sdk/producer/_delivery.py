@@ -48,7 +48,6 @@ class DeliveryLedger:
     """Records acknowledged so far."""
     failed: int
     """Records that failed delivery so far."""
-    _notify: bool
     _user_callback: Callable[[DeliveryHandle], None] | None
     _failures: list[KafkaClientError]
     _observed: bool
@@ -65,9 +64,7 @@ class DeliveryLedger:
     def _init_ledger(self, on_delivery: Callable[[DeliveryHandle], None] | None) -> None:
         self.delivered = 0
         self.failed = 0
-        self._user_callback = on_delivery
-        # read by DeliveryHandle._deliver per record: without a callback, only count
-        self._notify = on_delivery is not None
+        self._user_callback = on_delivery  # called by DeliveryHandle._deliver per record
         self._failures = []
         self._observed = False
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from types import TracebackType
 from typing import Any, Literal
@@ -23,10 +23,16 @@ from sdk.core.session import TransactionSession
 from sdk.errors import ClosedError, ConfigurationError, KafkaTimeoutError, SdkError
 from sdk.observability import Telemetry
 from sdk.partitioners import Partitioner, PartitionRouter
+from sdk.producer._batch import BatchSending
 from sdk.producer._client_errors import ClientErrors
 from sdk.producer._delivery import DeliveryLedger
 from sdk.producer._enqueue import RecordPath
-from sdk.producer._records import DeliveryHandle, Headers, ProducerRecord, RecordMetadata
+from sdk.producer._records import (
+    DeliveryHandle,
+    Headers,
+    ProducerRecord,
+    RecordMetadata,
+)
 from sdk.producer._transactions import TransactionMethods
 from sdk.profiles import Guarantee, ProducerProfile
 from sdk.serialization import Serializer, resolve_serializer
@@ -34,13 +40,14 @@ from sdk.serialization import Serializer, resolve_serializer
 __all__ = ["Producer", "ProducerState"]
 
 _new_record = tuple.__new__
+_new_handle = object.__new__  # send()'s fast path sets the handle's slots itself
 
 
 ProducerState = Lifecycle
 """The Producer's lifecycle, :class:`sdk.core.lifecycle.Lifecycle`: NEW, OPEN, CLOSED."""
 
 
-class Producer(DeliveryLedger, TransactionMethods):
+class Producer(DeliveryLedger, TransactionMethods, BatchSending):
     """Produce records with the delivery guarantee of a :class:`~sdk.profiles.ProducerProfile`.
 
     The profile fixes acks, retries, idempotence, in-flight requests and (exactly_once) the
@@ -164,6 +171,8 @@ class Producer(DeliveryLedger, TransactionMethods):
         """The general path of a record (:meth:`RecordPath.produce`) under the fast path."""
         self._fast = path.raw and self._native
         """Bytes in and librdkafka places: a record to a known topic goes straight to it."""
+        self._hot_client: Any = None
+        """The client while ``send()``'s fast path may be taken (see :meth:`_check_telemetry`)."""
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -196,6 +205,21 @@ class Producer(DeliveryLedger, TransactionMethods):
         with suppress(SdkError):  # an error is propagating: deliver what we can, don't mask it
             self.close()
 
+    def _check_telemetry(self) -> None:
+        """Re-check telemetry, and with it whether ``send()``'s fast path may be taken.
+
+        One attribute (``_hot_client``) answers "open, bytes in, librdkafka places, plain
+        handles, nothing observed" for each record instead of four tests.
+        """
+        super()._check_telemetry()
+        hot = (
+            self._state is ProducerState.OPEN
+            and self._fast
+            and not self._observed
+            and self._handle_type is DeliveryHandle
+        )
+        self._hot_client = self._client if hot else None
+
     def _ensure_client(self) -> Any:
         if self._state is ProducerState.OPEN:
             return self._client
@@ -205,8 +229,8 @@ class Producer(DeliveryLedger, TransactionMethods):
             if self._client is None:
                 self._client = self._errors.create_client(self._factory, self._config)
                 self._router.attach(self._client)
-                self._check_telemetry()
                 self._state = ProducerState.OPEN
+                self._check_telemetry()
         return self._client
 
     def close(self, timeout: float | None = 30.0) -> None:
@@ -226,6 +250,7 @@ class Producer(DeliveryLedger, TransactionMethods):
                 self.flush(timeout)
         finally:
             self._state = ProducerState.CLOSED
+            self._hot_client = None
             self._client = None
             self._router.attach(None)  # the router held the client too: free it now
 
@@ -261,6 +286,46 @@ class Producer(DeliveryLedger, TransactionMethods):
             ClosedError: The producer is closed.
             KafkaClientError: Any other refusal by librdkafka (the record is on ``.record``).
         """
+        client = self._hot_client
+        if (
+            client is not None  # open, bytes in, librdkafka places, plain handles, no telemetry
+            and headers is None
+            and timestamp_ms is None
+            and type(topic) is str
+            and (type(value) is bytes or value is None)
+            and (key is None or type(key) is bytes)
+            and topic in self._known_topics
+        ):
+            # straight to librdkafka (the same test runs inlined in _enqueue_each: keep the two
+            # in step); DeliveryHandle._plain inlined: a call per record costs what it saves
+            handle = _new_handle(DeliveryHandle)
+            handle._owner = self
+            handle._state = None
+            handle._record = None
+            handle._topic = topic
+            handle._value = value
+            handle._key = key
+            try:
+                if partition is None:
+                    client.produce(topic, value, key, on_delivery=handle)
+                else:
+                    client.produce(topic, value, key, partition, on_delivery=handle)
+                return handle
+            except Exception:  # full queue, refusal: the general path retries / translates
+                return self._send_general(topic, value, key, None, partition, None, handle)
+        return self._send_general(topic, value, key, headers, partition, timestamp_ms, None)
+
+    def _send_general(
+        self,
+        topic: str | ProducerRecord,
+        value: Any,
+        key: Any,
+        headers: Headers | Mapping[str, bytes | str | None] | None,
+        partition: int | None,
+        timestamp_ms: int | None,
+        handle: DeliveryHandle | None,
+    ) -> DeliveryHandle:
+        """``send()`` for every record its fast path does not take (or could not queue)."""
         if type(topic) is str:
             if headers is not None and isinstance(headers, Mapping):
                 headers = list(headers.items())
@@ -279,17 +344,20 @@ class Producer(DeliveryLedger, TransactionMethods):
         client = self._client if self._state is ProducerState.OPEN else self._ensure_client()
         if self._observed:
             return self._send_observed(client, record)
-        handle = self._handle_type(record, self)
+        tried = handle is not None  # send()'s fast path already offered it to librdkafka
+        if handle is None:
+            handle = self._handle_type(record, self)
+        else:
+            handle._record = record
         if (
-            self._fast
+            not tried  # e.g. the asyncio producer's handles, or the first send
+            and self._fast
             and headers is None
             and timestamp_ms is None
             and (value is None or type(value) is bytes)
             and (key is None or type(key) is bytes)
             and record.topic in self._known_topics
         ):
-            # bytes in, librdkafka places, topic known: straight to librdkafka (the same test
-            # runs inlined in _enqueue_each: keep the two in step)
             try:
                 if partition is None:
                     client.produce(record.topic, value, key, on_delivery=handle)
@@ -334,108 +402,6 @@ class Producer(DeliveryLedger, TransactionMethods):
             if handle.exception() is not None:
                 # reported here; don't report it a second time at flush()
                 self._discard_failure(handle.exception())
-
-    def send_many(self, records: Iterable[ProducerRecord]) -> list[DeliveryHandle]:
-        """Queue many records with the least per-record overhead (the throughput path).
-
-        Delivery callbacks are served every 1,000 records, so the queue drains while this runs.
-
-        Args:
-            records: The records, in order.
-
-        Returns:
-            One handle per record, in order.
-
-        Raises:
-            SdkError: As :meth:`send`, for the first record that cannot be queued; the records
-                before it are queued (their handles are on ``.handles`` of the error).
-        """
-        handles: list[DeliveryHandle] = []
-        self._enqueue_each(records, handles)
-        return handles
-
-    def send_batch(self, records: Iterable[ProducerRecord]) -> int:
-        """Queue many records without per-record handles: the fastest path.
-
-        One shared delivery callback counts acknowledgements; a failed record is rebuilt from
-        the delivery report (topic, serialized key and value, headers, partition) and reported
-        by the next :meth:`flush` in ``DeliveryError.failures`` — so nothing is lost silently,
-        but a failed record comes back in its serialized (bytes) form. With an OpenTelemetry
-        SDK recording, records take the traced path of :meth:`send`.
-
-        Args:
-            records: The records, in order.
-
-        Returns:
-            The number of records queued.
-
-        Raises:
-            SdkError: As :meth:`send`, for the first record that cannot be queued; the records
-                before it are queued (``.queued`` on the error says how many).
-        """
-        return self._enqueue_each(records, None)
-
-    def _enqueue_each(
-        self, records: Iterable[ProducerRecord], handles: list[DeliveryHandle] | None
-    ) -> int:
-        """Queue records in order; the one loop of ``send_many`` and ``send_batch``.
-
-        With ``handles`` (send_many) each record gets a handle, appended to it; with None
-        (send_batch) every record shares :meth:`_on_batch_delivery`. Returns the count queued.
-
-        Raises:
-            SdkError: As :meth:`send`; ``.handles`` (send_many) or ``.queued`` (send_batch) on
-                the error tells what was queued before it.
-        """
-        client = self._ensure_client()
-        poll, produce = self._poll, client.produce  # _poll: translated (a fatal error raises)
-        callback = self._on_batch_delivery
-        append = None if handles is None else handles.append
-        known, fast = self._known_topics, self._fast
-        queued = 0
-        try:
-            for record in records:
-                if self._observed:  # re-checked every 1,000 records below
-                    handle = self._send_observed(client, record)
-                    if append is not None:
-                        append(handle)
-                else:
-                    if append is not None:
-                        handle = self._handle_type(record, self)
-                        append(handle)
-                        callback = handle
-                    topic, value, key, headers, partition, timestamp_ms = record
-                    # send()'s fast-path test, inlined (a helper would add a call per record)
-                    if (
-                        fast
-                        and headers is None
-                        and timestamp_ms is None
-                        and (value is None or type(value) is bytes)
-                        and (key is None or type(key) is bytes)
-                        and topic in known
-                    ):
-                        try:
-                            if partition is None:
-                                produce(topic, value, key, on_delivery=callback)
-                            else:
-                                produce(topic, value, key, partition, on_delivery=callback)
-                        except Exception:  # full queue, refusal: the general path handles it
-                            self._produce(client, record, callback)
-                    else:
-                        self._produce(client, record, callback)
-                queued += 1
-                if not queued % 1000:
-                    poll(0)
-                    self._check_telemetry()
-        except SdkError as exc:
-            if handles is None:
-                exc.queued = queued  # type: ignore[attr-defined]
-            else:
-                del handles[queued:]  # appended before its produce: the refused record's handle
-                exc.handles = handles  # type: ignore[attr-defined]
-            raise
-        poll(0)
-        return queued
 
     def check_topic(self, record: ProducerRecord) -> None:
         """Check the record's topic exists (one metadata request) before a send needs it.

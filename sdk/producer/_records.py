@@ -9,9 +9,11 @@ from typing import Any, NamedTuple, Protocol
 
 from sdk.errors import KafkaClientError, KafkaTimeoutError
 
-__all__ = ["DeliveryHandle", "ProducerRecord", "RecordMetadata"]
+__all__ = ["DeliveryHandle", "ListedHandle", "ProducerRecord", "RecordMetadata"]
 
 Headers = Sequence[tuple[str, bytes | str | None]]
+
+_new_handle = object.__new__  # a handle without __init__: send()'s fast path sets its slots
 
 
 class ProducerRecord(NamedTuple):
@@ -49,12 +51,28 @@ class DeliveryHandle:
         record: The record as the caller gave it (before serialization).
     """
 
-    __slots__ = ("_owner", "_state", "record")
+    # ``send()``'s fast path keeps topic, value and key on the handle and builds the
+    # ProducerRecord only if ``record`` is read: one object per in-flight record instead of
+    # two halves the allocations the garbage collector counts (measured: 0.53 -> 0.31 us per
+    # handle with 100,000 in flight, docs/performance.md)
+    __slots__ = ("_key", "_owner", "_record", "_state", "_topic", "_value")
+    _topic: str  # these three only while _record is None (set by send()'s fast path)
+    _value: Any
+    _key: Any
 
     def __init__(self, record: ProducerRecord, owner: _Owner) -> None:
-        self.record = record
+        self._record: ProducerRecord | None = record
         self._owner = owner
-        self._state: Any = None  # None: pending; a Message: delivered; KafkaClientError: failed
+        # None: pending; a Message (ListedHandle: a tuple): delivered; KafkaClientError: failed
+        self._state: Any = None
+
+    @property
+    def record(self) -> ProducerRecord:
+        """The record as the caller gave it (before serialization)."""
+        record = self._record
+        if record is None:
+            record = self._record = ProducerRecord(self._topic, self._value, self._key)
+        return record
 
     def __repr__(self) -> str:
         state = self._state
@@ -66,10 +84,12 @@ class DeliveryHandle:
         if err is None:
             self._state = msg
             owner = self._owner
-            if owner._notify:
-                owner._delivered(self)
-            else:
-                owner.delivered += 1
+            owner.delivered += 1
+            # the owner's on_delivery called from here, not through a method of the owner:
+            # one Python call less per record (TimedHandle adds the metrics in its own _deliver)
+            callback = owner._user_callback
+            if callback is not None:
+                callback(self)
         else:
             self._owner._failed(self, err)  # sets _state to the translated error
 
@@ -106,6 +126,8 @@ class DeliveryHandle:
         state = self._state
         if isinstance(state, KafkaClientError):
             raise state
+        if type(state) is tuple:  # a ListedHandle's (partition, offset, timestamp)
+            return RecordMetadata(self.record.topic, *state)
         return RecordMetadata(
             state.topic(), state.partition(), state.offset(), state.timestamp()[1]
         )
@@ -116,11 +138,37 @@ class DeliveryHandle:
         return state if isinstance(state, KafkaClientError) else None
 
 
+class ListedHandle(DeliveryHandle):
+    """A handle of ``send_many``: kept in the returned list, so it keeps little.
+
+    On delivery it keeps where the record landed as a plain tuple instead of librdkafka's
+    message (a garbage-collected object holding a copy of key and value). A list of handles
+    that outlives its records' delivery then holds one collected object per record, not two:
+    measured, the collector's passes over them cost send_many 0.48 vs 0.81 of raw throughput
+    with the collector off (docs/performance.md).
+    """
+
+    __slots__ = ()
+
+    def _deliver(self, err: Any, msg: Any) -> None:
+        if err is None:
+            self._state = (msg.partition(), msg.offset(), msg.timestamp()[1])
+            owner = self._owner
+            owner.delivered += 1
+            callback = owner._user_callback
+            if callback is not None:
+                callback(self)
+        else:
+            self._owner._failed(self, err)
+
+    __call__ = _deliver
+
+
 class _Owner(Protocol):
     """What a handle needs from its producer."""
 
     delivered: int
-    _notify: bool
+    _user_callback: Any
 
     def _poll(self, timeout: float) -> Any: ...
 

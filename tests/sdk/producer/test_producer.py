@@ -68,6 +68,26 @@ def test_python_partitioner_from_profile(kafka_cluster: Any, make_topic: Any) ->
     assert counts == [100, 100, 100, 100]
 
 
+def test_fast_path_handles_report_the_callers_record_and_where_it_landed(
+    kafka_cluster: Any, make_topic: Any
+) -> None:
+    bs = kafka_cluster.bootstrap_servers
+    topic = make_topic(1)
+    seen: list[Any] = []
+    with Producer(profile(bs), on_delivery=seen.append) as producer:
+        producer.send(topic, b"warm").result(30)  # opens the client, looks the topic up
+        handle = producer.send(topic, b"v1", key=b"k1")
+        assert handle._record is None  # the fast path: no ProducerRecord built yet
+        many = producer.send_many([ProducerRecord(topic, b"v2", b"k2")])
+        meta, meta2 = handle.result(30), many[0].result(30)
+    assert handle.record == ProducerRecord(topic, b"v1", b"k1")
+    assert many[0].record == ProducerRecord(topic, b"v2", b"k2")
+    assert (meta.topic, meta.partition, meta.offset) == (topic, 0, 1)
+    assert (meta2.topic, meta2.partition, meta2.offset) == (topic, 0, 2)
+    assert meta2.timestamp_ms is not None and meta2.timestamp_ms > 0
+    assert seen[1:] == [handle, many[0]]  # on_delivery gets the very handles
+
+
 def test_send_many_delivers_everything_in_order(kafka_cluster: Any, make_topic: Any) -> None:
     bs = kafka_cluster.bootstrap_servers
     topic = make_topic(1)
