@@ -20,6 +20,8 @@ from sdk.profiles import ConsumerProfile, Guarantee
 
 __all__ = ["HandlingLoop"]
 
+_new_view = object.__new__
+
 _ALO = Guarantee.AT_LEAST_ONCE
 STORE_EVERY_S = 0.001
 """at_least_once, hot loop: the handled prefix is stored at least this often (handler time)."""
@@ -105,7 +107,9 @@ class HandlingLoop:
                 messages = messages[:ahead]  # their handlers ran; the rest is read again
             for message in messages:
                 if raw:
-                    record = ConsumerRecord(message.key(), message.value(), message)
+                    record = _new_view(ConsumerRecord)  # __init__ inlined (sdk.core.records)
+                    record._key, record._value = message.key(), message.value()
+                    record._raw = message
                 else:
                     decoded = failure.decode(message)
                     if decoded is None:  # a poison pill, dead-lettered

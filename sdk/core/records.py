@@ -36,6 +36,9 @@ class ConsumerRecord:
         raw: The ``confluent_kafka.Message`` (raw key/value bytes, for DLQs and tracing).
     """
 
+    # the per-record loops (Consumer, Processor, queue) build it without __init__:
+    # ``object.__new__(ConsumerRecord)`` and the three slots cost ~0.15 us against ~0.26 us for
+    # the class call, a tenth of the loop's own cost per record (issue #16)
     __slots__ = ("_key", "_raw", "_value")
 
     def __init__(self, key: Any, value: Any, raw: Any) -> None:

@@ -22,6 +22,8 @@ from sdk.profiles import Guarantee, ProcessingProfile
 
 __all__ = ["HandlingLoop"]
 
+_new_view = object.__new__
+
 _EOS = Guarantee.EXACTLY_ONCE
 
 
@@ -102,7 +104,8 @@ class HandlingLoop:
             try:
                 while i < n:
                     msg = records[i]
-                    record = ConsumerRecord(msg.key(), msg.value(), msg)
+                    record = _new_view(ConsumerRecord)  # __init__ inlined (sdk.core.records)
+                    record._key, record._value, record._raw = msg.key(), msg.value(), msg
                     try:
                         outputs = handler(record)
                         if type(outputs) is not list:
