@@ -27,12 +27,7 @@ from sdk.producer._batch import BatchSending
 from sdk.producer._client_errors import ClientErrors
 from sdk.producer._delivery import DeliveryLedger
 from sdk.producer._enqueue import RecordPath
-from sdk.producer._records import (
-    DeliveryHandle,
-    Headers,
-    ProducerRecord,
-    RecordMetadata,
-)
+from sdk.producer._records import DeliveryHandle, Headers, ProducerRecord, RecordMetadata
 from sdk.producer._transactions import TransactionMethods
 from sdk.profiles import Guarantee, ProducerProfile
 from sdk.serialization import Serializer, resolve_serializer
@@ -297,7 +292,8 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
             and topic in self._known_topics
         ):
             # straight to librdkafka (the same test runs inlined in _enqueue_each: keep the two
-            # in step); DeliveryHandle._plain inlined: a call per record costs what it saves
+            # in step). The handle is made without the class call and __init__ (its slots set
+            # here: keep them in step with DeliveryHandle), its record built only if asked for
             handle = _new_handle(DeliveryHandle)
             handle._owner = self
             handle._state = None

@@ -13,8 +13,6 @@ __all__ = ["DeliveryHandle", "ListedHandle", "ProducerRecord", "RecordMetadata"]
 
 Headers = Sequence[tuple[str, bytes | str | None]]
 
-_new_handle = object.__new__  # a handle without __init__: send()'s fast path sets its slots
-
 
 class ProducerRecord(NamedTuple):
     """A record to produce, before serialization (kept on every error so nothing is lost).

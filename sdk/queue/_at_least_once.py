@@ -123,7 +123,8 @@ class AtLeastOnceHandling:
                 now = monotonic()  # one clock read per record: this check and the next budget
                 if now > lock_end:
                     self._check_slow(msg)  # acknowledged after its lock: maybe a duplicate
-                acknowledge(msg)  # ACCEPT, the default: the type argument cost ~0.2 us per call
+                finished = i + 1  # as before: a refused acknowledgement is not released
+                acknowledge(msg, _ACCEPT)
                 accepted += 1
             else:
                 finished = len(msgs)
