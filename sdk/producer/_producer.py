@@ -331,7 +331,6 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
             )
         elif isinstance(topic, ProducerRecord):
             record = topic
-            _, value, key, headers, partition, timestamp_ms = record
         else:
             raise ConfigurationError(
                 f"send: topic must be a str or a ProducerRecord, got {type(topic).__name__}",
@@ -340,28 +339,11 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
         client = self._client if self._state is ProducerState.OPEN else self._ensure_client()
         if self._observed:
             return self._send_observed(client, record)
-        tried = handle is not None  # send()'s fast path already offered it to librdkafka
-        if handle is None:
+        if handle is None:  # a record send()'s fast path did not take (or asyncio's handle)
             handle = self._handle_type(record, self)
-        else:
+        else:  # send()'s fast path made it, and librdkafka refused it there
             handle._record = record
-        if (
-            not tried  # e.g. the asyncio producer's handles, or the first send
-            and self._fast
-            and headers is None
-            and timestamp_ms is None
-            and (value is None or type(value) is bytes)
-            and (key is None or type(key) is bytes)
-            and record.topic in self._known_topics
-        ):
-            try:
-                if partition is None:
-                    client.produce(record.topic, value, key, on_delivery=handle)
-                else:
-                    client.produce(record.topic, value, key, partition, on_delivery=handle)
-                return handle
-            except Exception:  # full queue, refusal: the general path retries / translates
-                pass
+        # RecordPath.produce's common case is the same straight call to librdkafka
         self._produce(client, record, handle)
         return handle
 

@@ -149,15 +149,9 @@ class ListedHandle(DeliveryHandle):
     __slots__ = ()
 
     def _deliver(self, err: Any, msg: Any) -> None:
-        if err is None:
+        DeliveryHandle._deliver(self, err, msg)  # counts, on_delivery, or the failure
+        if err is None:  # then keep where it landed, not the message
             self._state = (msg.partition(), msg.offset(), msg.timestamp()[1])
-            owner = self._owner
-            owner.delivered += 1
-            callback = owner._user_callback
-            if callback is not None:
-                callback(self)
-        else:
-            self._owner._failed(self, err)
 
     __call__ = _deliver
 
