@@ -6,11 +6,12 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from sdk.errors import SdkError
+from sdk.producer._handle import new_handle
 from sdk.producer._records import DeliveryHandle, ListedHandle, ProducerRecord
 
 __all__ = ["BatchSending"]
 
-_new_handle = object.__new__  # as send()'s fast path: the loop sets the handle's slots
+_new_handle = new_handle  # as send()'s fast path: a pending handle without __init__
 
 
 class BatchSending:
@@ -99,10 +100,8 @@ class BatchSending:
                 else:
                     if append is not None:
                         if plain:  # no __init__ call (as send()'s fast path)
-                            handle = _new_handle(ListedHandle)
-                            handle._owner = owner
-                            handle._state = None
-                            handle._record = record
+                            handle = _new_handle(ListedHandle, owner, None, None, None)
+                            handle._record = record  # the caller's own: nothing to build
                         else:
                             handle = self._handle_type(record, owner)
                         append(handle)

@@ -27,6 +27,7 @@ from sdk.producer._batch import BatchSending
 from sdk.producer._client_errors import ClientErrors
 from sdk.producer._delivery import DeliveryLedger
 from sdk.producer._enqueue import RecordPath
+from sdk.producer._handle import new_handle
 from sdk.producer._records import DeliveryHandle, Headers, ProducerRecord, RecordMetadata
 from sdk.producer._transactions import TransactionMethods
 from sdk.profiles import Guarantee, ProducerProfile
@@ -35,7 +36,7 @@ from sdk.serialization import Serializer, resolve_serializer
 __all__ = ["Producer", "ProducerState"]
 
 _new_record = tuple.__new__
-_new_handle = object.__new__  # send()'s fast path sets the handle's slots itself
+_new_handle = new_handle  # send()'s fast path: a pending handle without __init__ (compiled)
 
 
 ProducerState = Lifecycle
@@ -292,15 +293,8 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
             and topic in self._known_topics
         ):
             # straight to librdkafka (the same test runs inlined in _enqueue_each: keep the two
-            # in step). The handle is made without the class call and __init__ (its slots set
-            # here: keep them in step with DeliveryHandle), its record built only if asked for
-            handle = _new_handle(DeliveryHandle)
-            handle._owner = self
-            handle._state = None
-            handle._record = None
-            handle._topic = topic
-            handle._value = value
-            handle._key = key
+            # in step), with a handle made without __init__, its record built only if asked for
+            handle = _new_handle(DeliveryHandle, self, topic, value, key)
             try:
                 if partition is None:
                     client.produce(topic, value, key, on_delivery=handle)

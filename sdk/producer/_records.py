@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from sdk.errors import KafkaClientError, KafkaTimeoutError
+from sdk.producer._handle import HandleCore
 
 __all__ = ["DeliveryHandle", "ListedHandle", "ProducerRecord", "RecordMetadata"]
 
@@ -38,12 +39,13 @@ class RecordMetadata:
     timestamp_ms: int | None = None
 
 
-class DeliveryHandle:
+class DeliveryHandle(HandleCore):
     """The outcome of one ``send()``: resolves when the broker acknowledges or rejects it.
 
     ``result()`` serves the producer's delivery callbacks while it waits, so it also works in a
     single-threaded program. A handle is cheap (no lock, no metadata object until asked): the
-    handle itself is the producer's delivery callback.
+    handle itself is the producer's delivery callback. Its slots and that callback are
+    :mod:`sdk.producer._handle`'s core, compiled where the optional C extension was built.
 
     Attributes:
         record: The record as the caller gave it (before serialization).
@@ -53,21 +55,18 @@ class DeliveryHandle:
     # ProducerRecord only if ``record`` is read: one object per in-flight record instead of
     # two halves the allocations the garbage collector counts (measured: 0.53 -> 0.31 us per
     # handle with 100,000 in flight, docs/performance.md)
-    __slots__ = ("_key", "_owner", "_record", "_state", "_topic", "_value")
-    _topic: str  # these three only while _record is None (set by send()'s fast path)
-    _value: Any
-    _key: Any
+    __slots__ = ()
 
     def __init__(self, record: ProducerRecord, owner: _Owner) -> None:
-        self._record: ProducerRecord | None = record
-        self._owner = owner
+        self._record = record
+        self._owner = owner  # until the handle resolves (then None)
         # None: pending; a Message (ListedHandle: a tuple): delivered; KafkaClientError: failed
-        self._state: Any = None
+        self._state = None
 
     @property
     def record(self) -> ProducerRecord:
         """The record as the caller gave it (before serialization)."""
-        record = self._record
+        record: ProducerRecord | None = self._record
         if record is None:
             record = self._record = ProducerRecord(self._topic, self._value, self._key)
         return record
@@ -76,23 +75,6 @@ class DeliveryHandle:
         state = self._state
         text = "pending" if state is None else ("failed" if self.exception() else "delivered")
         return f"DeliveryHandle({text}, topic={self.record.topic!r})"
-
-    def _deliver(self, err: Any, msg: Any) -> None:
-        """The librdkafka delivery callback of this record."""
-        if err is None:
-            self._state = msg
-            owner = self._owner
-            owner.delivered += 1
-            # the owner's on_delivery called from here, not through a method of the owner:
-            # one Python call less per record (TimedHandle adds the metrics in its own _deliver)
-            callback = owner._user_callback
-            if callback is not None:
-                callback(self)
-        else:
-            self._owner._failed(self, err)  # sets _state to the translated error
-
-    # the handle is its own delivery callback: no bound-method object per in-flight record
-    __call__ = _deliver
 
     def done(self) -> bool:
         """True once the broker acknowledged or the record failed."""
@@ -120,7 +102,9 @@ class DeliveryHandle:
                     f"{timeout}s; it is still queued and may yet be delivered",
                     record=self.record,
                 )
-            self._owner._poll(left)
+            owner = self._owner
+            if owner is not None:  # None: resolved meanwhile (its outcome is on _state)
+                owner._poll(left)
         state = self._state
         if isinstance(state, KafkaClientError):
             raise state

@@ -1,0 +1,242 @@
+/* The compiled core of a delivery handle (issue #16): optional, with a pure-Python twin.
+ *
+ * sdk/producer/_handle.py holds the same class in Python (HandleCore) and picks this one when
+ * it was built. Both must behave the same; tests/sdk/producer/test_handle_core.py runs both.
+ *
+ * Why compiled: per record, the Python handle cost send() a Python frame for the delivery
+ * callback (librdkafka calls the handle), a class instantiation, and a garbage-collected object
+ * per record in flight. Here the callback is a C function and a handle made by new_handle is
+ * not tracked by the collector. That is safe because a handle drops its producer reference when it resolves: what
+ * it keeps after that (topic, bytes, the delivered message or the translated error) cannot lead
+ * back to it, so it is never part of a reference cycle the collector would have to find.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *owner;  /* the producer while pending; None once resolved */
+    PyObject *state;  /* None pending; the message (or a subclass's value); the error */
+    PyObject *record; /* the ProducerRecord, or NULL until asked for (fast path) */
+    PyObject *topic;
+    PyObject *value;
+    PyObject *key;
+} HandleCore;
+
+static PyObject *s_delivered;
+static PyObject *s_user_callback;
+static PyObject *s_failed;
+static PyObject *s_one;
+
+static void
+HandleCore_dealloc(HandleCore *self)
+{
+    Py_XDECREF(self->owner);
+    Py_XDECREF(self->state);
+    Py_XDECREF(self->record);
+    Py_XDECREF(self->topic);
+    Py_XDECREF(self->value);
+    Py_XDECREF(self->key);
+    /* a Python subclass's dealloc (subtype_dealloc) releases its heap type itself */
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* The delivery callback: keep the outcome, let go of the owner, count, tell on_delivery.
+ * The outcome is on _state before _owner becomes None, so a thread in result() that sees no
+ * owner sees the outcome too. */
+static PyObject *
+deliver(HandleCore *self, PyObject *err, PyObject *msg)
+{
+    PyObject *owner = self->owner;
+    PyObject *result = NULL;
+    if (owner == NULL || owner == Py_None) {
+        Py_RETURN_NONE; /* resolved already: librdkafka reports a record once */
+    }
+    Py_INCREF(owner); /* ours until the end, whatever the callbacks do to the handle */
+    if (err == Py_None) {
+        PyObject *count, *callback, *r;
+        Py_INCREF(msg);
+        Py_XSETREF(self->state, msg);
+        Py_INCREF(Py_None);
+        Py_XSETREF(self->owner, Py_None); /* resolved: no reference to the producer */
+        count = PyObject_GetAttr(owner, s_delivered);
+        if (count == NULL) {
+            goto done;
+        }
+        Py_SETREF(count, PyNumber_Add(count, s_one));
+        if (count == NULL) {
+            goto done;
+        }
+        if (PyObject_SetAttr(owner, s_delivered, count) < 0) {
+            Py_DECREF(count);
+            goto done;
+        }
+        Py_DECREF(count);
+        callback = PyObject_GetAttr(owner, s_user_callback);
+        if (callback == NULL) {
+            goto done;
+        }
+        if (callback == Py_None) {
+            Py_DECREF(callback);
+        }
+        else {
+            r = PyObject_CallOneArg(callback, (PyObject *)self);
+            Py_DECREF(callback);
+            if (r == NULL) {
+                goto done;
+            }
+            Py_DECREF(r);
+        }
+    }
+    else {
+        /* the owner translates the error, keeps it, sets _state and calls on_delivery */
+        PyObject *r = PyObject_CallMethodObjArgs(owner, s_failed, (PyObject *)self, err, NULL);
+        Py_INCREF(Py_None);
+        Py_XSETREF(self->owner, Py_None);
+        if (r == NULL) {
+            goto done;
+        }
+        Py_DECREF(r);
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    Py_DECREF(owner);
+    return result;
+}
+
+static PyObject *
+HandleCore_call(HandleCore *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *err, *msg;
+    if (kwargs != NULL && PyDict_GET_SIZE(kwargs)) {
+        PyErr_SetString(PyExc_TypeError, "a delivery handle takes (err, msg)");
+        return NULL;
+    }
+    if (!PyArg_UnpackTuple(args, "DeliveryHandle", 2, 2, &err, &msg)) {
+        return NULL;
+    }
+    return deliver(self, err, msg);
+}
+
+static PyObject *
+HandleCore_deliver(HandleCore *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "_deliver takes (err, msg)");
+        return NULL;
+    }
+    return deliver(self, args[0], args[1]);
+}
+
+static PyMethodDef HandleCore_methods[] = {
+    {"_deliver", (PyCFunction)(void (*)(void))HandleCore_deliver, METH_FASTCALL,
+     "The librdkafka delivery callback of this record (the handle itself is callable too)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef HandleCore_members[] = {
+    {"_owner", T_OBJECT_EX, offsetof(HandleCore, owner), 0, NULL},
+    {"_state", T_OBJECT_EX, offsetof(HandleCore, state), 0, NULL},
+    {"_record", T_OBJECT_EX, offsetof(HandleCore, record), 0, NULL},
+    {"_topic", T_OBJECT_EX, offsetof(HandleCore, topic), 0, NULL},
+    {"_value", T_OBJECT_EX, offsetof(HandleCore, value), 0, NULL},
+    {"_key", T_OBJECT_EX, offsetof(HandleCore, key), 0, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject HandleCoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "sdk.producer._speedups.HandleCore",
+    .tp_doc = "The compiled core of DeliveryHandle: its slots and its delivery callback.",
+    .tp_basicsize = sizeof(HandleCore),
+    .tp_itemsize = 0,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_new = PyType_GenericNew,
+    .tp_dealloc = (destructor)HandleCore_dealloc,
+    .tp_call = (ternaryfunc)HandleCore_call,
+    .tp_methods = HandleCore_methods,
+    .tp_members = HandleCore_members,
+};
+
+/* new_handle(cls, owner, topic, value, key): send()'s fast-path handle, without __init__ */
+static PyObject *
+new_handle(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    PyTypeObject *cls;
+    HandleCore *self;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "new_handle(cls, owner, topic, value, key)");
+        return NULL;
+    }
+    cls = (PyTypeObject *)args[0];
+    if (!PyType_Check(cls) || !PyType_IsSubtype(cls, &HandleCoreType)) {
+        PyErr_SetString(PyExc_TypeError, "new_handle: cls must be a HandleCore subclass");
+        return NULL;
+    }
+    self = (HandleCore *)cls->tp_alloc(cls, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    /* Every Python class is collected, so a handle of DeliveryHandle is tracked when made; the
+     * collector can't see into this struct's fields anyway (only a subclass's own slots), so
+     * tracking it would cost a scan per collection and find nothing (see the header). */
+    if (PyObject_IS_GC((PyObject *)self) && PyObject_GC_IsTracked((PyObject *)self)) {
+        PyObject_GC_UnTrack(self);
+    }
+    Py_INCREF(args[1]);
+    self->owner = args[1];
+    Py_INCREF(Py_None);
+    self->state = Py_None;
+    Py_INCREF(Py_None);
+    self->record = Py_None;
+    Py_INCREF(args[2]);
+    self->topic = args[2];
+    Py_INCREF(args[3]);
+    self->value = args[3];
+    Py_INCREF(args[4]);
+    self->key = args[4];
+    return (PyObject *)self;
+}
+
+static PyMethodDef module_methods[] = {
+    {"new_handle", (PyCFunction)(void (*)(void))new_handle, METH_FASTCALL,
+     "new_handle(cls, owner, topic, value, key) -> a pending handle of class cls."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef speedups_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "sdk.producer._speedups",
+    .m_doc = "The compiled core of the producer's delivery handle (optional).",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    PyObject *module;
+    if (PyType_Ready(&HandleCoreType) < 0) {
+        return NULL;
+    }
+    s_delivered = PyUnicode_InternFromString("delivered");
+    s_user_callback = PyUnicode_InternFromString("_user_callback");
+    s_failed = PyUnicode_InternFromString("_failed");
+    s_one = PyLong_FromLong(1);
+    if (!s_delivered || !s_user_callback || !s_failed || !s_one) {
+        return NULL;
+    }
+    module = PyModule_Create(&speedups_module);
+    if (module == NULL) {
+        return NULL;
+    }
+    Py_INCREF(&HandleCoreType);
+    if (PyModule_AddObject(module, "HandleCore", (PyObject *)&HandleCoreType) < 0) {
+        Py_DECREF(&HandleCoreType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}
