@@ -10,7 +10,9 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=.venv/bin/python
-stamp=.venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)
+# reinstalled when the package definition or the compiled handle core changes (the install
+# builds sdk/producer/_speedups.c in place)
+stamp=.venv/.installed-$(cat pyproject.toml setup.py sdk/producer/_speedups.c | sha1sum | cut -c1-12)
 
 setup() {
   if [ ! -x "$PY" ]; then
@@ -18,7 +20,7 @@ setup() {
     python3 -m venv .venv
   fi
   if [ ! -f "$stamp" ]; then
-    echo "dev.sh: installing kafka-semantics[dev,spark] into .venv (first run only)" >&2
+    echo "dev.sh: installing kafka-semantics[dev,spark] into .venv (first run, or its definition changed)" >&2
     "$PY" -m pip install -q --upgrade pip
     "$PY" -m pip install -q -e '.[dev,spark]'
     rm -f .venv/.installed-*
