@@ -6,7 +6,8 @@
 # Targets beyond the two set-up commands:
 #   ./dev.sh reliability [args]  - fault pipeline / soak target (python -m tests.reliability.run)
 #   ./dev.sh bench [args]        - benchmarks against peers (python -m benchmarks.run)
-# Needs: python3 >= 3.11, java >= 17, mvn (only for the first jar download).
+# Needs: python3 >= 3.11, java >= 17, mvn (only for the first jar download); a C compiler is
+# used where there is one (the compiled delivery handle, sdk/producer/_speedups.c).
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=.venv/bin/python
