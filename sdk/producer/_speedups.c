@@ -1,14 +1,16 @@
 /* The compiled core of a delivery handle (issue #16): optional, with a pure-Python twin.
  *
- * sdk/producer/_handle.py holds the same class in Python (HandleCore) and picks this one when
- * it was built. Both must behave the same; tests/sdk/producer/test_handle_core.py runs both.
+ * sdk/producer/_handle.py holds the same class in Python (PyHandleCore) and exports this one
+ * as HandleCore where it was built. Both must behave the same: tests/sdk/producer/test_handle.py
+ * runs its contract on both.
  *
  * Why compiled: per record, the Python handle cost send() a Python frame for the delivery
  * callback (librdkafka calls the handle), a class instantiation, and a garbage-collected object
  * per record in flight. Here the callback is a C function and a handle made by new_handle is
- * not tracked by the collector. That is safe because a handle drops its producer reference when it resolves: what
- * it keeps after that (topic, bytes, the delivered message or the translated error) cannot lead
- * back to it, so it is never part of a reference cycle the collector would have to find.
+ * not tracked by the collector. That is safe because a handle drops its producer reference
+ * when it resolves: what it keeps after that (topic, bytes, the delivered message or the
+ * translated error) cannot lead back to it, so it is never part of a reference cycle the
+ * collector would have to find.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
