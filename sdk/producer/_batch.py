@@ -11,8 +11,6 @@ from sdk.producer._records import DeliveryHandle, ListedHandle, ProducerRecord
 
 __all__ = ["BatchSending"]
 
-_new_handle = new_handle  # as send()'s fast path: a pending handle without __init__
-
 
 class BatchSending:
     """Mixin of :class:`~sdk.producer.Producer`: ``send_many`` and ``send_batch``.
@@ -100,7 +98,7 @@ class BatchSending:
                 else:
                     if append is not None:
                         if plain:  # no __init__ call (as send()'s fast path)
-                            handle = _new_handle(ListedHandle, owner, None, None, None)
+                            handle = new_handle(ListedHandle, owner, None, None, None)
                             handle._record = record  # the caller's own: nothing to build
                         else:
                             handle = self._handle_type(record, owner)

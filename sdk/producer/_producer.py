@@ -36,7 +36,6 @@ from sdk.serialization import Serializer, resolve_serializer
 __all__ = ["Producer", "ProducerState"]
 
 _new_record = tuple.__new__
-_new_handle = new_handle  # send()'s fast path: a pending handle without __init__ (compiled)
 
 
 ProducerState = Lifecycle
@@ -294,7 +293,7 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
         ):
             # straight to librdkafka (the same test runs inlined in _enqueue_each: keep the two
             # in step), with a handle made without __init__, its record built only if asked for
-            handle = _new_handle(DeliveryHandle, self, topic, value, key)
+            handle = new_handle(DeliveryHandle, self, topic, value, key)
             try:
                 if partition is None:
                     client.produce(topic, value, key, on_delivery=handle)

@@ -20,7 +20,7 @@ typedef struct {
     PyObject_HEAD
     PyObject *owner;  /* the producer while pending; None once resolved */
     PyObject *state;  /* None pending; the message (or a subclass's value); the error */
-    PyObject *record; /* the ProducerRecord, or NULL until asked for (fast path) */
+    PyObject *record; /* the ProducerRecord; None until asked for (new_handle) */
     PyObject *topic;
     PyObject *value;
     PyObject *key;
