@@ -7,13 +7,13 @@
 #   ./dev.sh reliability [args]  - fault pipeline / soak target (python -m tests.reliability.run)
 #   ./dev.sh bench [args]        - benchmarks against peers (python -m benchmarks.run)
 # Needs: python3 >= 3.11, java >= 17, mvn (only for the first jar download); a C compiler is
-# used where there is one (the compiled delivery handle, sdk/producer/_speedups.c).
+# used where there is one (the compiled delivery handle and record types, sdk/*/_speedups.c).
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=.venv/bin/python
-# reinstalled when the package definition or the compiled handle core changes (the install
-# builds sdk/producer/_speedups.c in place)
-stamp=.venv/.installed-$(cat pyproject.toml setup.py sdk/producer/_speedups.c | sha1sum | cut -c1-12)
+# reinstalled when the package definition or a compiled core changes (the install
+# builds sdk/producer/_speedups.c and sdk/core/_speedups.c in place)
+stamp=.venv/.installed-$(cat pyproject.toml setup.py sdk/producer/_speedups.c sdk/core/_speedups.c | sha1sum | cut -c1-12)
 
 setup() {
   if [ ! -x "$PY" ]; then

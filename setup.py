@@ -1,8 +1,9 @@
 """The optional compiled part of the SDK; everything else is in pyproject.toml.
 
-``sdk.producer._speedups`` is the delivery handle's core in C (issue #16). It is optional: where
-no C compiler is found the build goes on and the SDK uses the pure-Python twin of the same class
-(``sdk.producer._handle``), which behaves the same, only slower per record.
+``sdk.producer._speedups`` is the delivery handle's core in C, ``sdk.core._speedups`` the record
+types' (issue #16). Both are optional: where no C compiler is found the build goes on and the SDK
+uses their pure-Python twins (``sdk.producer._handle``, ``sdk.core.records``), which behave the
+same, only slower per record.
 """
 
 from setuptools import Extension, setup
@@ -13,6 +14,11 @@ setup(
             "sdk.producer._speedups",
             ["sdk/producer/_speedups.c"],
             optional=True,  # no compiler: the pure-Python handle is used
-        )
+        ),
+        Extension(
+            "sdk.core._speedups",
+            ["sdk/core/_speedups.c"],
+            optional=True,  # no compiler: the pure-Python record core is used
+        ),
     ]
 )

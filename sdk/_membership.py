@@ -36,6 +36,7 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaError, TopicPartition
 
 from sdk._client import ConsumerClient, call_kafka, translating
+from sdk.core.records import last_positions
 from sdk.errors import KafkaClientError, from_kafka_error
 from sdk.observability import Telemetry
 
@@ -87,8 +88,7 @@ def still_member(client: ConsumerClient, assigned_as: str | None) -> bool:
 def next_offsets(messages: Iterable[Any]) -> list[Any]:
     """The next offset to read per partition after ``messages``, sorted, as TopicPartitions."""
     last: dict[tuple[str, int], int] = {}
-    for m in messages:
-        last[(m.topic(), m.partition())] = m.offset() + 1
+    last_positions(messages, last)
     return [TopicPartition(t, p, o) for (t, p), o in sorted(last.items())]
 
 

@@ -15,12 +15,12 @@ from sdk._client import ConsumerClient
 from sdk.consumer._commits import OffsetKeeper
 from sdk.consumer._failure import FailurePath
 from sdk.consumer._records import ConsumerRecord
+from sdk.core.records import view
 from sdk.observability import Telemetry
 from sdk.profiles import ConsumerProfile, Guarantee
 
 __all__ = ["HandlingLoop"]
 
-_new_view = object.__new__
 
 _ALO = Guarantee.AT_LEAST_ONCE
 STORE_EVERY_S = 0.001
@@ -107,9 +107,7 @@ class HandlingLoop:
                 messages = messages[:ahead]  # their handlers ran; the rest is read again
             for message in messages:
                 if raw:
-                    record = _new_view(ConsumerRecord)  # __init__ inlined (sdk.core.records)
-                    record._key, record._value = message.key(), message.value()
-                    record._raw = message
+                    record = view(ConsumerRecord, message)
                 else:
                     decoded = failure.decode(message)
                     if decoded is None:  # a poison pill, dead-lettered

@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from sdk.core.failure import HandlerRunner, dead_letter
-from sdk.core.records import ConsumerRecord
+from sdk.core.records import ConsumerRecord, last_positions, view
 from sdk.core.session import TransactionSession
 from sdk.errors import HandlerError, KafkaClientError
 from sdk.observability import Telemetry
@@ -21,8 +21,6 @@ from sdk.processor._records import BatchHandler, Handler, OutputRecord, Processo
 from sdk.profiles import Guarantee, ProcessingProfile
 
 __all__ = ["HandlingLoop"]
-
-_new_view = object.__new__
 
 _EOS = Guarantee.EXACTLY_ONCE
 
@@ -52,7 +50,7 @@ class HandlingLoop:
 
     def _handle(self, records: list[Any]) -> None:
         if self._batch_handler is not None:
-            batch = [ConsumerRecord(m.key(), m.value(), m) for m in records]
+            batch = [view(ConsumerRecord, m) for m in records]
             self._handle_unit(batch, self._batch_handler, records)
         elif self._tel.tracing_enabled():
             self._handle_traced(records)
@@ -71,7 +69,7 @@ class HandlingLoop:
         assert handler is not None
         for i, msg in enumerate(records):
             # the Consumer's record type: handlers of both read record.value, record.raw, ...
-            if not self._handle_unit(ConsumerRecord(msg.key(), msg.value(), msg), handler, [msg]):
+            if not self._handle_unit(view(ConsumerRecord, msg), handler, [msg]):
                 return  # rewound: the rest of the batch is re-read
             if self._due() and i + 1 < len(records) and not self._commit_or_recover():
                 return
@@ -86,7 +84,7 @@ class HandlingLoop:
         """
         handler = self._handler
         assert handler is not None
-        txn, stats, positions = self._txn, self.stats, self._positions
+        txn, stats = self._txn, self.stats
         eos = self.guarantee is _EOS
         limit = self.profile.max_records_per_transaction
         interval_s = self.profile.commit_interval_ms / 1000.0
@@ -101,32 +99,42 @@ class HandlingLoop:
                     return
             span, start, due_at = txn.span, i, self._last_commit + interval_s
             emit, produced = txn.emitter(), 0
+            # records[marked:i] are handled but not yet in the positions and the pending
+            # count: those are brought up to date once per run of records, not per record
+            marked, room = i, limit - self._pending
             try:
                 while i < n:
-                    msg = records[i]
-                    record = _new_view(ConsumerRecord)  # __init__ inlined (sdk.core.records)
-                    record._key, record._value, record._raw = msg.key(), msg.value(), msg
+                    record = view(ConsumerRecord, records[i])
                     try:
                         outputs = handler(record)
                         if type(outputs) is not list:
                             outputs = list(outputs or ())
                     except Exception as first:
+                        # the policy may commit (on_failure="stop"): the records before count
+                        self._mark(records, marked, i)
+                        marked, room = i, limit - self._pending
                         outputs = self._retry_or_fail(handler, record, first)
                     for out in outputs:
                         emit(out)
                         produced += 1
-                    positions[(msg.topic(), msg.partition())] = msg.offset() + 1
                     i += 1
-                    self._pending += 1
-                    if self._pending >= limit or monotonic() >= due_at:
+                    if i - marked >= room or monotonic() >= due_at:
                         break
             except KafkaClientError as exc:
                 # produce() refuses (_STATE) once a delivery failed in this transaction; the
                 # seam classified that as abortable
                 if not eos:
+                    self._mark(records, marked, i)
                     raise
-                self._recover(exc)
+                self._recover(exc)  # rewound: what this transaction handled is read again
                 return
+            except BaseException:
+                # on the way out a revoke commits what was handled (at_least_once), as when
+                # positions were kept per record
+                self._mark(records, marked, i)
+                raise
+            else:
+                self._mark(records, marked, i)
             finally:
                 stats.records_in += i - start
                 stats.records_out += produced
@@ -134,6 +142,12 @@ class HandlingLoop:
                     span.add_input(i - start)
             if i < n and not self._commit_or_recover():
                 return
+
+    def _mark(self, records: list[Any], start: int, stop: int) -> None:
+        """``records[start:stop]`` were handled: their next offsets, their pending count."""
+        if stop > start:
+            last_positions(records[start:stop], self._positions)
+            self._pending += stop - start
 
     def _retry_or_fail(
         self, handler: Handler, record: ConsumerRecord, first: Exception
@@ -194,8 +208,7 @@ class HandlingLoop:
                     raise
                 self._recover(exc)
                 return False
-        for msg in msgs:
-            self._positions[(msg.topic(), msg.partition())] = msg.offset() + 1
+        last_positions(msgs, self._positions)
         self.stats.records_in += len(msgs)
         self._pending += len(msgs)
         if self._txn.span is not None:

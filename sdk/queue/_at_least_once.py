@@ -20,15 +20,13 @@ from confluent_kafka import AcknowledgeType
 
 from sdk.consumer._failure import DeadLetterSink, RecordDecoder
 from sdk.core.failure import HandlerRunner
-from sdk.core.records import ConsumerRecord
+from sdk.core.records import ConsumerRecord, view
 from sdk.errors import HandlerError, KafkaClientError, SdkError, SerializationError
 from sdk.observability import Telemetry
 from sdk.profiles import QueueProfile
 from sdk.queue._records import QueueStats
 
 __all__ = ["LOCK_BUDGET", "STOP_EVERY_S", "AtLeastOnceHandling"]
-
-_new_view = object.__new__
 
 _ACCEPT, _RELEASE, _REJECT = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT
 
@@ -100,8 +98,7 @@ class AtLeastOnceHandling:
                     over += 1
                     continue
                 if raw:
-                    record = _new_view(ConsumerRecord)  # __init__ inlined (sdk.core.records)
-                    record._key, record._value, record._raw = msg.key(), msg.value(), msg
+                    record = view(ConsumerRecord, msg)
                 else:
                     decoded = self._decode(msg)
                     if isinstance(decoded, SerializationError):

@@ -1,0 +1,382 @@
+/* The compiled core of the one record type in and the one out (issue #16): optional.
+ *
+ * sdk/core/records.py holds the same code in Python (PyRecordCore, _py_view, _py_last_positions
+ * and OutputRecord's own named-tuple constructor) and uses these where they were built. Both
+ * must behave the same: tests/sdk/core/test_records_core.py runs the contract on both.
+ *
+ * Why compiled: per record, the Consumer, the Processor and the queue consumer build a
+ * ConsumerRecord view, the handler reads its key and value, a Processor handler builds an
+ * OutputRecord, and the Processor remembers the next offset per partition. In Python those are
+ * a few hundred nanoseconds each (a property call per attribute read, a named tuple's
+ * constructor frame, a tuple and a dict store per record); here they are C calls.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *key;   /* the deserialized key (bytes for a raw view) */
+    PyObject *value; /* the deserialized value */
+    PyObject *raw;   /* the confluent_kafka.Message */
+} RecordCore;
+
+static PyObject *s_key;
+static PyObject *s_value;
+static PyObject *s_topic;
+static PyObject *s_partition;
+static PyObject *s_offset;
+static PyObject *s_one;
+static PyObject *s_fields[5]; /* OutputRecord's field names, in order */
+
+static int
+RecordCore_traverse(RecordCore *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->key);
+    Py_VISIT(self->value);
+    Py_VISIT(self->raw);
+    return 0;
+}
+
+static int
+RecordCore_clear(RecordCore *self)
+{
+    Py_CLEAR(self->key);
+    Py_CLEAR(self->value);
+    Py_CLEAR(self->raw);
+    return 0;
+}
+
+static void
+RecordCore_dealloc(RecordCore *self)
+{
+    PyObject_GC_UnTrack(self);
+    RecordCore_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+call_raw(RecordCore *self, PyObject *name)
+{
+    if (self->raw == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "_raw");
+        return NULL;
+    }
+    return PyObject_CallMethodNoArgs(self->raw, name);
+}
+
+static PyObject *
+RecordCore_topic(RecordCore *self, void *Py_UNUSED(closure))
+{
+    return call_raw(self, s_topic);
+}
+
+static PyObject *
+RecordCore_partition(RecordCore *self, void *Py_UNUSED(closure))
+{
+    return call_raw(self, s_partition);
+}
+
+static PyObject *
+RecordCore_offset(RecordCore *self, void *Py_UNUSED(closure))
+{
+    return call_raw(self, s_offset);
+}
+
+static PyGetSetDef RecordCore_getset[] = {
+    {"topic", (getter)RecordCore_topic, NULL, "The topic.", NULL},
+    {"partition", (getter)RecordCore_partition, NULL, "The partition.", NULL},
+    {"offset", (getter)RecordCore_offset, NULL, "The offset.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+/* the same field twice: read-only for handlers, settable for the SDK's own loops */
+static PyMemberDef RecordCore_members[] = {
+    {"key", T_OBJECT, offsetof(RecordCore, key), READONLY, "The deserialized key."},
+    {"value", T_OBJECT, offsetof(RecordCore, value), READONLY, "The deserialized value."},
+    {"raw", T_OBJECT, offsetof(RecordCore, raw), READONLY, "The confluent_kafka.Message."},
+    {"_key", T_OBJECT_EX, offsetof(RecordCore, key), 0, NULL},
+    {"_value", T_OBJECT_EX, offsetof(RecordCore, value), 0, NULL},
+    {"_raw", T_OBJECT_EX, offsetof(RecordCore, raw), 0, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject RecordCoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "sdk.core._speedups.RecordCore",
+    .tp_doc = "The compiled core of ConsumerRecord: key, value and the message it came from.",
+    .tp_basicsize = sizeof(RecordCore),
+    .tp_itemsize = 0,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_dealloc = (destructor)RecordCore_dealloc,
+    .tp_traverse = (traverseproc)RecordCore_traverse,
+    .tp_clear = (inquiry)RecordCore_clear,
+    .tp_members = RecordCore_members,
+    .tp_getset = RecordCore_getset,
+};
+
+static int
+plain(PyObject *o)
+{
+    return o == Py_None || PyBytes_CheckExact(o);
+}
+
+/* view(cls, msg): a record of class cls over msg, key and value as msg has them */
+static PyObject *
+view(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    PyTypeObject *cls;
+    RecordCore *self;
+    PyObject *msg, *key, *value;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "view(cls, msg)");
+        return NULL;
+    }
+    cls = (PyTypeObject *)args[0];
+    msg = args[1];
+    if (!PyType_Check(cls) || !PyType_IsSubtype(cls, &RecordCoreType)) {
+        PyErr_SetString(PyExc_TypeError, "view: cls must be a RecordCore subclass");
+        return NULL;
+    }
+    key = PyObject_CallMethodNoArgs(msg, s_key);
+    if (key == NULL) {
+        return NULL;
+    }
+    value = PyObject_CallMethodNoArgs(msg, s_value);
+    if (value == NULL) {
+        Py_DECREF(key);
+        return NULL;
+    }
+    self = (RecordCore *)cls->tp_alloc(cls, 0);
+    if (self == NULL) {
+        Py_DECREF(key);
+        Py_DECREF(value);
+        return NULL;
+    }
+    self->key = key;
+    self->value = value;
+    Py_INCREF(msg);
+    self->raw = msg;
+    /* bytes (or None) and librdkafka's message cannot lead back to the view, so it can never
+     * be part of a cycle: leave it out of the collector's young generation (the loops make
+     * one per record). A view of deserialized objects stays tracked. */
+    if (plain(key) && plain(value) && PyObject_GC_IsTracked((PyObject *)self)) {
+        PyObject_GC_UnTrack(self);
+    }
+    return (PyObject *)self;
+}
+
+/* output_new(cls, topic, value, key=None, headers=None, partition=None): OutputRecord.__new__ */
+static PyObject *
+output_new(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs,
+           PyObject *kwnames)
+{
+    PyObject *items[5] = {NULL, NULL, Py_None, Py_None, Py_None};
+    PyTypeObject *cls;
+    PyObject *self;
+    Py_ssize_t i, j, nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    if (nargs < 1 || !PyType_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "OutputRecord.__new__(cls, ...)");
+        return NULL;
+    }
+    cls = (PyTypeObject *)args[0];
+    if (nargs - 1 > 5) {
+        PyErr_Format(PyExc_TypeError, "%s() takes at most 5 arguments (%zd given)",
+                     cls->tp_name, nargs - 1);
+        return NULL;
+    }
+    for (i = 1; i < nargs; i++) {
+        items[i - 1] = args[i];
+    }
+    for (j = 0; j < nkw; j++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, j);
+        for (i = 0; i < 5; i++) {
+            if (name == s_fields[i] || PyUnicode_Compare(name, s_fields[i]) == 0) {
+                break;
+            }
+        }
+        if (i == 5) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'",
+                         cls->tp_name, name);
+            return NULL;
+        }
+        if (i < nargs - 1) {
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%U'",
+                         cls->tp_name, name);
+            return NULL;
+        }
+        items[i] = args[nargs + j];
+    }
+    for (i = 0; i < 2; i++) {
+        if (items[i] == NULL) {
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument: '%U'",
+                         cls->tp_name, s_fields[i]);
+            return NULL;
+        }
+    }
+    if (!PyType_IsSubtype(cls, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "OutputRecord.__new__: cls must be a tuple subclass");
+        return NULL;
+    }
+    self = cls->tp_alloc(cls, 5);
+    if (self == NULL) {
+        return NULL;
+    }
+    for (i = 0; i < 5; i++) {
+        Py_INCREF(items[i]);
+        PyTuple_SET_ITEM(self, i, items[i]);
+    }
+    return self;
+}
+
+/* last_positions(messages, into): into[(topic, partition)] = offset + 1 of each partition's
+ * last message. Walked from the end, so each partition's offset is read once; a message of the
+ * same partition as the one after it (the common case: a fetch is runs of one partition) costs
+ * two calls and a comparison. */
+static PyObject *
+last_positions(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *seq, *into, *seen = NULL, *prev_topic = NULL, *prev_part = NULL;
+    Py_ssize_t i, n;
+    if (nargs != 2 || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "last_positions(messages, into: dict)");
+        return NULL;
+    }
+    into = args[1];
+    seq = PySequence_Fast(args[0], "last_positions: messages must be a sequence");
+    if (seq == NULL) {
+        return NULL;
+    }
+    n = PySequence_Fast_GET_SIZE(seq);
+    seen = PySet_New(NULL);
+    if (seen == NULL) {
+        goto error;
+    }
+    for (i = n - 1; i >= 0; i--) {
+        PyObject *m = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *topic, *part, *tp, *offset, *next;
+        int same = 0, found;
+        part = PyObject_CallMethodNoArgs(m, s_partition);
+        if (part == NULL) {
+            goto error;
+        }
+        topic = PyObject_CallMethodNoArgs(m, s_topic);
+        if (topic == NULL) {
+            Py_DECREF(part);
+            goto error;
+        }
+        if (prev_part != NULL) {
+            same = PyObject_RichCompareBool(part, prev_part, Py_EQ);
+            if (same == 1) {
+                same = PyObject_RichCompareBool(topic, prev_topic, Py_EQ);
+            }
+            if (same < 0) {
+                Py_DECREF(part);
+                Py_DECREF(topic);
+                goto error;
+            }
+        }
+        Py_XSETREF(prev_part, part);
+        Py_XSETREF(prev_topic, topic);
+        if (same) {
+            continue; /* a later message of this partition was counted */
+        }
+        tp = PyTuple_Pack(2, topic, part);
+        if (tp == NULL) {
+            goto error;
+        }
+        found = PySet_Contains(seen, tp);
+        if (found != 0) {
+            Py_DECREF(tp);
+            if (found < 0) {
+                goto error;
+            }
+            continue;
+        }
+        if (PySet_Add(seen, tp) < 0) {
+            Py_DECREF(tp);
+            goto error;
+        }
+        offset = PyObject_CallMethodNoArgs(m, s_offset);
+        if (offset == NULL) {
+            Py_DECREF(tp);
+            goto error;
+        }
+        next = PyNumber_Add(offset, s_one);
+        Py_DECREF(offset);
+        if (next == NULL || PyDict_SetItem(into, tp, next) < 0) {
+            Py_XDECREF(next);
+            Py_DECREF(tp);
+            goto error;
+        }
+        Py_DECREF(next);
+        Py_DECREF(tp);
+    }
+    Py_XDECREF(prev_part);
+    Py_XDECREF(prev_topic);
+    Py_DECREF(seen);
+    Py_DECREF(seq);
+    Py_RETURN_NONE;
+error:
+    Py_XDECREF(prev_part);
+    Py_XDECREF(prev_topic);
+    Py_XDECREF(seen);
+    Py_DECREF(seq);
+    return NULL;
+}
+
+static PyMethodDef module_methods[] = {
+    {"view", (PyCFunction)(void (*)(void))view, METH_FASTCALL,
+     "view(cls, msg) -> a record of class cls over msg (key and value as msg has them)."},
+    {"output_new", (PyCFunction)(void (*)(void))output_new, METH_FASTCALL | METH_KEYWORDS,
+     "output_new(cls, topic, value, key=None, headers=None, partition=None): a new record."},
+    {"last_positions", (PyCFunction)(void (*)(void))last_positions, METH_FASTCALL,
+     "last_positions(messages, into): into[(topic, partition)] = last offset + 1."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef speedups_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "sdk.core._speedups",
+    .m_doc = "The compiled core of the SDK's record types (optional).",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    static const char *fields[5] = {"topic", "value", "key", "headers", "partition"};
+    PyObject *module;
+    int i;
+    if (PyType_Ready(&RecordCoreType) < 0) {
+        return NULL;
+    }
+    s_key = PyUnicode_InternFromString("key");
+    s_value = PyUnicode_InternFromString("value");
+    s_topic = PyUnicode_InternFromString("topic");
+    s_partition = PyUnicode_InternFromString("partition");
+    s_offset = PyUnicode_InternFromString("offset");
+    s_one = PyLong_FromLong(1);
+    if (!s_key || !s_value || !s_topic || !s_partition || !s_offset || !s_one) {
+        return NULL;
+    }
+    for (i = 0; i < 5; i++) {
+        s_fields[i] = PyUnicode_InternFromString(fields[i]);
+        if (s_fields[i] == NULL) {
+            return NULL;
+        }
+    }
+    module = PyModule_Create(&speedups_module);
+    if (module == NULL) {
+        return NULL;
+    }
+    Py_INCREF(&RecordCoreType);
+    if (PyModule_AddObject(module, "RecordCore", (PyObject *)&RecordCoreType) < 0) {
+        Py_DECREF(&RecordCoreType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}
