@@ -58,6 +58,12 @@ TARGETS: list[tuple[str, str, str, float | None]] = [
         "hand-written confluent-kafka EOS loop",
         None,
     ),
+    (
+        "read-process-write",
+        "SDK Processor exactly_once (default record cap)",
+        "hand-written confluent-kafka EOS loop (handler)",
+        None,
+    ),
     ("read-process-write", "SDK Processor exactly_once", "Quix Streams 3.28.1 exactly-once", 1.0),
     ("asyncio producer", "SDK AsyncProducer at_least_once", _AIO_RAW, 0.9),
     ("asyncio producer", "SDK AsyncProducer at_least_once", "aiokafka 0.14 (alo settings)", 1.0),
@@ -122,6 +128,10 @@ def _cases(args: argparse.Namespace, bs: str, size: int) -> list[tuple[str, Call
             ("Processor eos", lambda: _rpw.processor(bs, source, rpw_n, size, "exactly_once")),
             ("Processor alo", lambda: _rpw.processor(bs, source, rpw_n, size, "at_least_once")),
             ("Processor amo", lambda: _rpw.processor(bs, source, rpw_n, size, "at_most_once")),
+            (
+                "Processor eos (default record cap)",
+                lambda: _rpw.processor(bs, source, rpw_n, size, "exactly_once", default_cap=True),
+            ),
             ("hand-written eos", lambda: _rpw.hand_written(bs, source, rpw_n, size)),
             (
                 "hand-written eos (handler)",

@@ -25,6 +25,7 @@ from typing import Any
 
 from sdk.aio._bridge import HandlersAhead, LoopBridge
 from sdk.consumer import ConsumerRecord
+from sdk.core.records import view
 from sdk.processor import OutputRecord, Processor, ProcessorStats
 from sdk.profiles import ProcessingProfile
 
@@ -133,7 +134,7 @@ class AsyncProcessor:
             self._bridge,
             self._handler,
             asyncio.get_running_loop(),
-            prepare=lambda m: ConsumerRecord(m.key(), m.value(), m),
+            prepare=functools.partial(view, ConsumerRecord),
             stopped=self._sync._stop.is_set,
         )
         loop_of_core = functools.partial(self._sync.run, max_seconds=max_seconds)
