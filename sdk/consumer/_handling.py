@@ -99,7 +99,8 @@ class HandlingLoop:
         store = alo and client is not None
         monotonic = time.monotonic
         last_store = monotonic()
-        done = handled = stored = 0
+        done = stored = 0
+        others = 0  # finished but not by the handler's first attempt (counted where handled)
         try:
             if alo and stopped():
                 if not ahead:
@@ -112,13 +113,14 @@ class HandlingLoop:
                     decoded = failure.decode(message)
                     if decoded is None:  # a poison pill, dead-lettered
                         done += 1
+                        others += 1
                         continue
                     record = decoded
                 try:
                     handler(record)
-                    handled += 1
                 except Exception as first:
                     failure.handle(handler, record, [message], first)
+                    others += 1
                 done += 1
                 if store:
                     now = monotonic()
@@ -128,7 +130,7 @@ class HandlingLoop:
                         if stopped() and done >= ahead:
                             return  # the rest is not stored: read again
         finally:
-            failure.stats.handled += handled
+            failure.stats.handled += done - others
             self._in_flight -= done
             if store and done > stored:
                 offsets.handled(client, messages[stored:done])  # type: ignore[arg-type]
