@@ -96,6 +96,13 @@ def render_config(
         # share groups (sdk.queue): let tests use short record locks (broker floor: 15 s),
         # so a killed worker's records come back within seconds
         "group.share.min.record.lock.duration.ms": 1_000,
+        # ... and evict a killed member within seconds: until its session times out (broker
+        # default and floor: 45 s) the partitions assigned to it deliver to nobody (measured:
+        # the survivor of two members got them 45.1 s after the kill)
+        "group.share.session.timeout.ms": 6_000,
+        "group.share.min.session.timeout.ms": 6_000,
+        "group.share.heartbeat.interval.ms": 1_000,
+        "group.share.min.heartbeat.interval.ms": 1_000,
     }
     for name, protocol in extra_listeners.items():
         address = f",{name}://127.0.0.1:{node.extra_ports[name]}"
