@@ -14,19 +14,14 @@ import os
 import pickle
 import random
 import shutil
-import subprocess
-import sys
-import textwrap
 import weakref
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sdk.core import records
 from sdk.core.records import ConsumerRecord, OutputRecord, PyRecordCore
-
-ROOT = Path(__file__).resolve().parents[3]
+from tests.pure_python import run_pure_python
 
 
 class _Message:
@@ -279,19 +274,11 @@ print("ok", len(values))
 """
 
 
+@pytest.mark.broker
 def test_pure_python_core_end_to_end(kafka_cluster: Any, make_topic: Any) -> None:
     """With ``SDK_PURE_PYTHON=1`` the exactly-once Processor copies every record once; an
     independent reader (kafka-python, read_committed) counts what landed."""
     script = _END_TO_END.format(
         bs=kafka_cluster.bootstrap_servers, source=make_topic(2), out=make_topic(2)
     )
-    env = {**os.environ, "SDK_PURE_PYTHON": "1", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split()[:2] == ["ok", "300"]
+    assert run_pure_python(script, timeout=180)[:2] == ["ok", "300"]

@@ -11,19 +11,14 @@ from __future__ import annotations
 import gc
 import os
 import shutil
-import subprocess
-import sys
-import textwrap
 import weakref
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sdk.producer import _handle
 from sdk.producer._handle import PyHandleCore
-
-ROOT = Path(__file__).resolve().parents[3]
+from tests.pure_python import run_pure_python
 
 CORES: list[Any] = [pytest.param(PyHandleCore, id="python")]
 if _handle.COMPILED:
@@ -189,13 +184,4 @@ def test_pure_python_core_end_to_end(kafka_cluster: Any, make_topic: Any) -> Non
     """With ``SDK_PURE_PYTHON=1`` the Producer sends, resolves and counts as with the compiled
     core; an independent reader (kafka-python) counts what landed."""
     script = _END_TO_END.format(bs=kafka_cluster.bootstrap_servers, topic=make_topic(2))
-    env = {**os.environ, "SDK_PURE_PYTHON": "1", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split()[:2] == ["ok", "51"]
+    assert run_pure_python(script, timeout=120)[:2] == ["ok", "51"]
