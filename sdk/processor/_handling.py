@@ -102,6 +102,7 @@ class HandlingLoop:
             # records[marked:i] are handled but not yet in the positions and the pending
             # count: those are brought up to date once per run of records, not per record
             marked, room = i, limit - self._pending
+            rewound = False  # the recovery below rewinds: nothing of this run is kept then
             try:
                 while i < n:
                     record = view(ConsumerRecord, records[i])
@@ -124,18 +125,15 @@ class HandlingLoop:
                 # produce() refuses (_STATE) once a delivery failed in this transaction; the
                 # seam classified that as abortable
                 if not eos:
-                    self._mark(records, marked, i)
                     raise
-                self._recover(exc)  # rewound: what this transaction handled is read again
+                rewound = True
+                self._recover(exc)  # what this transaction handled is read again
                 return
-            except BaseException:
-                # on the way out a revoke commits what was handled (at_least_once), as when
-                # positions were kept per record
-                self._mark(records, marked, i)
-                raise
-            else:
-                self._mark(records, marked, i)
             finally:
+                # also on the way out through an exception: a revoke then commits what was
+                # handled (at_least_once), as when positions were kept per record
+                if not rewound:
+                    self._mark(records, marked, i)
                 stats.records_in += i - start
                 stats.records_out += produced
                 if span is not None:
