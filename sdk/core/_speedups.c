@@ -326,6 +326,127 @@ error:
     return NULL;
 }
 
+/* The raised exception, normalized, with its traceback on it (a new reference); clears it. */
+static PyObject *
+take_error(void)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    return PyErr_GetRaisedException();
+#else
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb != NULL && value != NULL) {
+        PyException_SetTraceback(value, tb);
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    return value;
+#endif
+}
+
+/* (i, produced, record or None, error): handle_run's result */
+static PyObject *
+run_result(Py_ssize_t i, Py_ssize_t produced, PyObject *record, PyObject *error)
+{
+    return Py_BuildValue("(nnOO)", i, produced, record == NULL ? Py_None : record,
+                         error == NULL ? Py_None : error);
+}
+
+/* handle_run(records, i, n, stop, handler, emit, cls, due_at, clock): the Processor's hot loop;
+ * sdk/core/records.py's _py_handle_run says what it does and returns. */
+static PyObject *
+handle_run(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *records, *handler, *emit, *clock, *view_args[2];
+    PyObject *record = NULL, *outputs = NULL, *error = NULL, *result;
+    Py_ssize_t i, n, stop, produced = 0;
+    double due_at;
+    if (nargs != 9 || !PyList_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "handle_run(records: list, i, n, stop, handler, emit, cls, due_at, clock)");
+        return NULL;
+    }
+    records = args[0];
+    handler = args[4];
+    emit = args[5];
+    clock = args[8];
+    i = PyLong_AsSsize_t(args[1]);
+    n = PyLong_AsSsize_t(args[2]);
+    stop = PyLong_AsSsize_t(args[3]);
+    due_at = PyFloat_AsDouble(args[7]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    view_args[0] = args[6];
+    while (i < n) {
+        PyObject *now;
+        Py_ssize_t j;
+        if (i < 0 || i >= PyList_GET_SIZE(records)) {
+            PyErr_SetString(PyExc_IndexError, "list index out of range");
+            error = take_error();
+            break;
+        }
+        view_args[1] = PyList_GET_ITEM(records, i);
+        record = view(NULL, view_args, 2);
+        if (record == NULL) {
+            error = take_error();
+            break;
+        }
+        outputs = PyObject_CallOneArg(handler, record);
+        if (outputs != NULL && !PyList_CheckExact(outputs)) {
+            /* list(outputs or ()) */
+            int truth = PyObject_IsTrue(outputs);
+            Py_SETREF(outputs, truth < 0 ? NULL : truth ? PySequence_List(outputs) : PyList_New(0));
+        }
+        if (outputs == NULL) {
+            error = take_error();
+            break; /* the handler failed: record stays for the failure policy */
+        }
+        for (j = 0; j < PyList_GET_SIZE(outputs); j++) {
+            PyObject *out = PyList_GET_ITEM(outputs, j), *r;
+            Py_INCREF(out);
+            r = PyObject_CallOneArg(emit, out);
+            Py_DECREF(out);
+            if (r == NULL) {
+                error = take_error();
+                break;
+            }
+            Py_DECREF(r);
+            produced++;
+        }
+        Py_CLEAR(outputs);
+        Py_CLEAR(record);
+        if (error != NULL) {
+            break;
+        }
+        i++;
+        if (i >= stop) {
+            break;
+        }
+        now = PyObject_CallNoArgs(clock);
+        if (now == NULL) {
+            error = take_error();
+            break;
+        }
+        {
+            double t = PyFloat_AsDouble(now);
+            Py_DECREF(now);
+            if (t == -1.0 && PyErr_Occurred()) {
+                error = take_error();
+                break;
+            }
+            if (t >= due_at) {
+                break;
+            }
+        }
+    }
+    result = run_result(i, produced, record, error);
+    Py_XDECREF(record);
+    Py_XDECREF(error);
+    return result;
+}
+
 static PyMethodDef module_methods[] = {
     {"view", (PyCFunction)(void (*)(void))view, METH_FASTCALL,
      "view(cls, msg) -> a record of class cls over msg (key and value as msg has them)."},
@@ -333,6 +454,9 @@ static PyMethodDef module_methods[] = {
      "output_new(cls, topic, value, key=None, headers=None, partition=None): a new record."},
     {"last_positions", (PyCFunction)(void (*)(void))last_positions, METH_FASTCALL,
      "last_positions(messages, into): into[(topic, partition)] = last offset + 1."},
+    {"handle_run", (PyCFunction)(void (*)(void))handle_run, METH_FASTCALL,
+     "handle_run(records, i, n, stop, handler, emit, cls, due_at, clock) -> "
+     "(i, produced, record, error): the Processor's hot loop."},
     {NULL, NULL, 0, NULL},
 };
 

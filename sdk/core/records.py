@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -19,6 +19,7 @@ __all__ = [
     "PyRecordCore",
     "RecordCore",
     "TransactionStats",
+    "handle_run",
     "last_positions",
     "view",
 ]
@@ -90,16 +91,72 @@ def _py_last_positions(messages: Iterable[Any], into: dict[tuple[str, int], int]
         into[(m.topic(), m.partition())] = m.offset() + 1
 
 
+def _py_handle_run(
+    records: list[Any],
+    i: int,
+    n: int,
+    stop: int,
+    handler: Callable[[Any], Any],
+    emit: Callable[[Any], None],
+    cls: type[Any],
+    due_at: float,
+    clock: Callable[[], float],
+) -> tuple[int, int, Any, BaseException | None]:
+    """Hand ``records[i:n]`` one by one to ``handler`` and ``emit`` what it returns.
+
+    The Processor's hot loop (issue #16). Per record: a view of ``cls`` over it, the
+    handler's outputs (a list, or any iterable or None made a list), each output to ``emit``.
+    After each record it stops once it reached ``n`` or ``stop``, or ``clock()`` reached
+    ``due_at``; the first record is always handled. It never raises what the handler, the
+    view or ``emit`` raise: it returns ``(i, produced, record, error)``, ``i`` the index of
+    the first record not handled, ``produced`` the outputs emitted. ``error`` is None when
+    it stopped as above; otherwise what ``records[i]`` raised, with ``record`` its view when
+    the handler raised (the failure policy's turn: the record's outputs are not emitted) and
+    None when the view or ``emit`` raised (some of that record's outputs may be emitted) or
+    ``clock`` raised (after ``records[i - 1]``).
+    """
+    produced = 0
+    while i < n:
+        try:
+            record = view(cls, records[i])
+        except BaseException as exc:
+            return i, produced, None, exc
+        try:
+            outputs = handler(record)
+            if type(outputs) is not list:
+                outputs = list(outputs or ())
+        except BaseException as exc:
+            return i, produced, record, exc
+        try:
+            for out in outputs:
+                emit(out)
+                produced += 1
+        except BaseException as exc:
+            return i, produced, None, exc
+        i += 1
+        if i >= stop:
+            break
+        try:
+            late = clock() >= due_at
+        except BaseException as exc:
+            return i, produced, None, exc
+        if late:
+            break
+    return i, produced, None, None
+
+
 COMPILED = False
-"""Whether :data:`RecordCore`, :func:`view`, :func:`last_positions` and ``OutputRecord``'s
-constructor are the compiled ones."""
+"""Whether :data:`RecordCore`, :func:`view`, :func:`last_positions`, :func:`handle_run` and
+``OutputRecord``'s constructor are the compiled ones."""
 
 if TYPE_CHECKING:  # the type checker sees the Python core (the compiled one has its shape)
     RecordCore = PyRecordCore
     view = _py_view
     last_positions = _py_last_positions
+    handle_run = _py_handle_run
 else:
     RecordCore, view, last_positions = PyRecordCore, _py_view, _py_last_positions
+    handle_run = _py_handle_run
     if not os.environ.get("SDK_PURE_PYTHON"):
         try:
             from sdk.core import _speedups
@@ -107,7 +164,8 @@ else:
             pass
         else:
             RecordCore, view = _speedups.RecordCore, _speedups.view
-            last_positions, COMPILED = _speedups.last_positions, True
+            last_positions, handle_run = _speedups.last_positions, _speedups.handle_run
+            COMPILED = True
 
 
 class ConsumerRecord(RecordCore):

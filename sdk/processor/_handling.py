@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from sdk.core.failure import HandlerRunner, dead_letter
-from sdk.core.records import ConsumerRecord, last_positions, view
+from sdk.core.records import ConsumerRecord, handle_run, last_positions, view
 from sdk.core.session import TransactionSession
 from sdk.errors import HandlerError, KafkaClientError
 from sdk.observability import Telemetry
@@ -104,22 +104,26 @@ class HandlingLoop:
             marked, room = i, limit - self._pending
             rewound = False  # the recovery below rewinds: nothing of this run is kept then
             try:
-                while i < n:
-                    record = view(ConsumerRecord, records[i])
-                    try:
-                        outputs = handler(record)
-                        if type(outputs) is not list:
-                            outputs = list(outputs or ())
-                    except Exception as first:
-                        # the policy may commit (on_failure="stop"): the records before count
-                        self._mark(records, marked, i)
-                        marked, room = i, limit - self._pending
-                        outputs = self._retry_or_fail(handler, record, first)
-                    for out in outputs:
+                while True:
+                    # the per-record steps run in handle_run (compiled where built); it comes
+                    # back here when the run stops, or with what records[i] raised
+                    stop = min(marked + room, n)
+                    i, emitted, record, error = handle_run(
+                        records, i, n, stop, handler, emit, ConsumerRecord, due_at, monotonic
+                    )
+                    produced += emitted
+                    if error is None:
+                        break
+                    if record is None or not isinstance(error, Exception):
+                        raise error  # the view, emit or the clock; KeyboardInterrupt and such
+                    # the policy may commit (on_failure="stop"): the records before count
+                    self._mark(records, marked, i)
+                    marked, room = i, limit - self._pending
+                    for out in self._retry_or_fail(handler, record, error):
                         emit(out)
                         produced += 1
                     i += 1
-                    if i - marked >= room or monotonic() >= due_at:
+                    if i >= n or i - marked >= room or monotonic() >= due_at:
                         break
             except KafkaClientError as exc:
                 # produce() refuses (_STATE) once a delivery failed in this transaction; the

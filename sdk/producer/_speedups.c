@@ -202,6 +202,197 @@ new_handle(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     return (PyObject *)self;
 }
 
+/* Emitter(cls, produce, known, enqueue, span, callback): the Processor's output emitter, compiled.
+ *
+ * sdk/producer/_emitter.py holds the same function in Python (py_emitter) and says what it
+ * does; tests/sdk/producer/test_emitter.py runs the contract on both. Per output: an output
+ * with nothing to do (of class cls, headers and partition None, topic in known) goes straight to
+ * produce(topic, value, key[, on_delivery=callback]) with str encoded; any other output, and
+ * any Exception from produce, goes to enqueue(out, span) (the general path, which waits on a
+ * full queue and translates errors). A fast-path output is counted with span.add(). */
+typedef struct {
+    PyObject_HEAD
+    PyObject *cls;      /* OutputRecord: the exact class of a fast-path output */
+    PyObject *produce;
+    PyObject *known;    /* a set of topics */
+    PyObject *enqueue;
+    PyObject *span;     /* None or the transaction span */
+    PyObject *callback; /* None: no delivery report asked */
+    vectorcallfunc vectorcall;
+} Emitter;
+
+static PyObject *s_add;
+static PyObject *s_on_delivery; /* ("on_delivery",): kwnames of produce */
+
+static int
+Emitter_traverse(Emitter *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->cls);
+    Py_VISIT(self->produce);
+    Py_VISIT(self->known);
+    Py_VISIT(self->enqueue);
+    Py_VISIT(self->span);
+    Py_VISIT(self->callback);
+    return 0;
+}
+
+static int
+Emitter_clear(Emitter *self)
+{
+    Py_CLEAR(self->cls);
+    Py_CLEAR(self->produce);
+    Py_CLEAR(self->known);
+    Py_CLEAR(self->enqueue);
+    Py_CLEAR(self->span);
+    Py_CLEAR(self->callback);
+    return 0;
+}
+
+static void
+Emitter_dealloc(Emitter *self)
+{
+    PyObject_GC_UnTrack(self);
+    Emitter_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* str as UTF-8 bytes (a new reference), anything else as it is */
+static PyObject *
+encoded(PyObject *o)
+{
+    if (PyUnicode_CheckExact(o)) {
+        return PyUnicode_AsUTF8String(o);
+    }
+    Py_INCREF(o);
+    return o;
+}
+
+/* the fast path: 1 queued, 0 not taken (no error set), -1 error */
+static int
+emit_fast(Emitter *self, PyObject *out)
+{
+    PyObject *topic, *value, *key, *r, *args[4];
+    int known;
+    if ((PyObject *)Py_TYPE(out) != self->cls || PyTuple_GET_SIZE(out) != 5
+        || PyTuple_GET_ITEM(out, 3) != Py_None || PyTuple_GET_ITEM(out, 4) != Py_None) {
+        return 0;
+    }
+    topic = PyTuple_GET_ITEM(out, 0);
+    known = PySet_Contains(self->known, topic);
+    if (known <= 0) {
+        return known;
+    }
+    value = encoded(PyTuple_GET_ITEM(out, 1));
+    if (value == NULL) {
+        return -1;
+    }
+    key = encoded(PyTuple_GET_ITEM(out, 2));
+    if (key == NULL) {
+        Py_DECREF(value);
+        return -1;
+    }
+    args[0] = NULL;
+    args[1] = topic;
+    args[2] = value;
+    args[3] = key;
+    if (self->callback == Py_None) {
+        r = PyObject_Vectorcall(self->produce, args + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    }
+    else {
+        PyObject *kw[5] = {NULL, topic, value, key, self->callback};
+        r = PyObject_Vectorcall(self->produce, kw + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                s_on_delivery);
+    }
+    Py_DECREF(value);
+    Py_DECREF(key);
+    if (r == NULL) {
+        /* full queue, refusal: the general path waits / translates; KeyboardInterrupt and
+         * the like propagate */
+        if (PyErr_ExceptionMatches(PyExc_Exception)) {
+            PyErr_Clear();
+            return 0;
+        }
+        return -1;
+    }
+    Py_DECREF(r);
+    if (self->span != Py_None) {
+        r = PyObject_CallMethodNoArgs(self->span, s_add);
+        if (r == NULL) {
+            return -1;
+        }
+        Py_DECREF(r);
+    }
+    return 1;
+}
+
+static PyObject *
+Emitter_vectorcall(Emitter *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    int done;
+    if (PyVectorcall_NARGS(nargsf) != 1 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_SetString(PyExc_TypeError, "an emitter takes one output record");
+        return NULL;
+    }
+    done = emit_fast(self, args[0]);
+    if (done < 0) {
+        return NULL;
+    }
+    if (done) {
+        Py_RETURN_NONE;
+    }
+    return PyObject_CallFunctionObjArgs(self->enqueue, args[0], self->span, NULL);
+}
+
+static PyObject *
+Emitter_new(PyTypeObject *cls, PyObject *args, PyObject *kwargs)
+{
+    Emitter *self;
+    PyObject *out_cls, *produce, *known, *enqueue, *span, *callback;
+    static char *names[] = {"cls", "produce", "known", "enqueue", "span", "callback", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!OO!OOO:Emitter", names, &PyType_Type,
+                                     &out_cls, &produce, &PySet_Type, &known, &enqueue, &span,
+                                     &callback)) {
+        return NULL;
+    }
+    if (!PyType_IsSubtype((PyTypeObject *)out_cls, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "Emitter: cls must be a tuple subclass");
+        return NULL;
+    }
+    self = (Emitter *)cls->tp_alloc(cls, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    Py_INCREF(out_cls);
+    self->cls = out_cls;
+    Py_INCREF(produce);
+    self->produce = produce;
+    Py_INCREF(known);
+    self->known = known;
+    Py_INCREF(enqueue);
+    self->enqueue = enqueue;
+    Py_INCREF(span);
+    self->span = span;
+    Py_INCREF(callback);
+    self->callback = callback;
+    self->vectorcall = (vectorcallfunc)Emitter_vectorcall;
+    return (PyObject *)self;
+}
+
+static PyTypeObject EmitterType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "sdk.producer._speedups.Emitter",
+    .tp_doc = "Emitter(cls, produce, known, enqueue, span, callback): queue one output record.",
+    .tp_basicsize = sizeof(Emitter),
+    .tp_itemsize = 0,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_new = Emitter_new,
+    .tp_dealloc = (destructor)Emitter_dealloc,
+    .tp_traverse = (traverseproc)Emitter_traverse,
+    .tp_clear = (inquiry)Emitter_clear,
+    .tp_vectorcall_offset = offsetof(Emitter, vectorcall),
+    .tp_call = PyVectorcall_Call,
+};
+
 static PyMethodDef module_methods[] = {
     {"new_handle", (PyCFunction)(void (*)(void))new_handle, METH_FASTCALL,
      "new_handle(cls, owner, topic, value, key) -> a pending handle of class cls."},
@@ -220,14 +411,16 @@ PyMODINIT_FUNC
 PyInit__speedups(void)
 {
     PyObject *module;
-    if (PyType_Ready(&HandleCoreType) < 0) {
+    if (PyType_Ready(&HandleCoreType) < 0 || PyType_Ready(&EmitterType) < 0) {
         return NULL;
     }
     s_delivered = PyUnicode_InternFromString("delivered");
     s_user_callback = PyUnicode_InternFromString("_user_callback");
     s_failed = PyUnicode_InternFromString("_failed");
     s_one = PyLong_FromLong(1);
-    if (!s_delivered || !s_user_callback || !s_failed || !s_one) {
+    s_add = PyUnicode_InternFromString("add");
+    s_on_delivery = Py_BuildValue("(s)", "on_delivery");
+    if (!s_delivered || !s_user_callback || !s_failed || !s_one || !s_add || !s_on_delivery) {
         return NULL;
     }
     module = PyModule_Create(&speedups_module);
@@ -237,6 +430,12 @@ PyInit__speedups(void)
     Py_INCREF(&HandleCoreType);
     if (PyModule_AddObject(module, "HandleCore", (PyObject *)&HandleCoreType) < 0) {
         Py_DECREF(&HandleCoreType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    Py_INCREF(&EmitterType);
+    if (PyModule_AddObject(module, "Emitter", (PyObject *)&EmitterType) < 0) {
+        Py_DECREF(&EmitterType);
         Py_DECREF(module);
         return NULL;
     }

@@ -21,6 +21,7 @@ from sdk.core.session import TransactionSession
 from sdk.errors import ConfigurationError, KafkaClientError, SdkError, TransactionError
 from sdk.observability import Telemetry, TransactionSpan
 from sdk.producer._client_errors import ClientErrors
+from sdk.producer._emitter import emitter
 from sdk.producer._records import ProducerRecord
 from sdk.profiles import ProducerProfile
 
@@ -170,7 +171,16 @@ class TransactionMethods:
 
     # ------------------------------------------------------------------ for the session
     def _enqueue_output(self, out: OutputRecord, span: TransactionSpan | None) -> None:
-        """Queue a handler's :class:`OutputRecord` without a handle (failures: flush)."""
+        """Queue a handler's :class:`OutputRecord` without a handle (failures: flush).
+
+        Raises:
+            TypeError: ``out`` is not an :class:`OutputRecord` (a handler's mistake).
+        """
+        if not isinstance(out, OutputRecord):
+            raise TypeError(
+                "a handler must return OutputRecord(topic, value, key=None, headers=None, "
+                f"partition=None) objects, got {type(out).__name__}: {out!r:.200}"
+            )
         value, key = out.value, out.key
         # confluent-kafka sends a str UTF-8 encoded; the Producer's serializers take bytes
         if type(value) is str:
@@ -199,7 +209,8 @@ class TransactionMethods:
         :meth:`_enqueue_output` does (observed: through the session's span in
         ``_send_observed``). No poll per output: the caller serves delivery reports with
         :meth:`_serve` once per batch. Valid until the client is replaced (ask again after a
-        recovery).
+        recovery). The function is :func:`sdk.producer._emitter.emitter`'s: compiled where
+        the extension was built (no Python frame per output), its Python twin otherwise.
 
         A transactional producer's fast path asks for no delivery report: a record that fails
         makes librdkafka's transaction abortable, so commit step 3 fails and the recovery
@@ -212,30 +223,8 @@ class TransactionMethods:
         if self._observed or not self._fast:
             return lambda out: enqueue(out, span)
         client = self._client if self._state is Lifecycle.OPEN else self._ensure_client()
-        produce, known, callback = client.produce, self._known_topics, self._on_batch_delivery
-        reports = not self._transactional
-
-        def emit(out: OutputRecord) -> None:
-            topic, value, key, headers, partition = out
-            if headers is None and partition is None and topic in known:
-                if type(value) is str:
-                    value = value.encode()
-                if type(key) is str:
-                    key = key.encode()
-                try:
-                    if reports:
-                        produce(topic, value, key, on_delivery=callback)
-                    else:
-                        produce(topic, value, key)
-                except Exception:  # full queue, refusal: the general path waits / translates
-                    pass
-                else:
-                    if span is not None:
-                        span.add()
-                    return
-            enqueue(out, span)
-
-        return emit
+        callback = None if self._transactional else self._on_batch_delivery
+        return emitter(OutputRecord, client.produce, self._known_topics, enqueue, span, callback)
 
     def _serve(self, context: str) -> None:
         """Serve delivery reports and client events (``poll(0)``) through the error seam.

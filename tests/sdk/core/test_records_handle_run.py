@@ -1,0 +1,246 @@
+"""``sdk.core.records.handle_run``, the Processor's hot loop: the compiled one and its twin.
+
+Every test runs on both (the compiled one where it was built) and checks what the docstring
+of ``records._py_handle_run`` promises: which records are handled, what is emitted, where the
+run stops, and what comes back when the handler, the view, ``emit`` or the clock raise. No
+broker: the Processor's tests and ``test_records_core.test_pure_python_core_end_to_end`` run
+it on the broker.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from sdk.core import records
+from sdk.core.records import ConsumerRecord
+
+Run = Callable[..., tuple[int, int, Any, BaseException | None]]
+
+RUNS: list[Any] = [pytest.param(records._py_handle_run, id="python")]
+if records.COMPILED:
+    from sdk.core import _speedups
+
+    RUNS.append(pytest.param(_speedups.handle_run, id="compiled"))
+
+
+class _Message:
+    def __init__(self, offset: int, *, broken: bool = False) -> None:
+        self._o, self._broken = offset, broken
+
+    def topic(self) -> str:
+        return "in"
+
+    def partition(self) -> int:
+        return 0
+
+    def offset(self) -> int:
+        return self._o
+
+    def key(self) -> Any:
+        return b"k%d" % self._o
+
+    def value(self) -> Any:
+        if self._broken:
+            raise RuntimeError(f"no value at {self._o}")
+        return b"v%d" % self._o
+
+
+def _messages(n: int) -> list[Any]:
+    return [_Message(i) for i in range(n)]
+
+
+def _never() -> float:
+    return 0.0  # the clock never reaches due_at=1.0
+
+
+@pytest.fixture(params=RUNS)
+def run(request: pytest.FixtureRequest) -> Run:
+    fn: Run = request.param
+    return fn
+
+
+def _copy(record: ConsumerRecord) -> list[Any]:
+    return [("out", record.value)]
+
+
+def test_every_record_is_handled_and_every_output_emitted_in_order(run: Run) -> None:
+    msgs, emitted = _messages(5), []
+    result = run(msgs, 0, 5, 5, _copy, emitted.append, ConsumerRecord, 1.0, _never)
+    assert result == (5, 5, None, None)
+    assert emitted == [("out", b"v%d" % i) for i in range(5)]
+
+
+@pytest.mark.parametrize(
+    ("returned", "outputs"),
+    [
+        ([1, 2], [1, 2]),
+        ((1, 2), [1, 2]),
+        (None, []),
+        ([], []),
+        ((), []),
+        ("generator", [0, 1, 2]),
+    ],
+)
+def test_a_handler_may_return_any_iterable_or_none(run: Run, returned: Any, outputs: Any) -> None:
+    def handler(record: ConsumerRecord) -> Any:
+        return (x for x in range(3)) if returned == "generator" else returned
+
+    emitted: list[Any] = []
+    i, produced, record, error = run(
+        _messages(2), 0, 2, 2, handler, emitted.append, ConsumerRecord, 1.0, _never
+    )
+    assert (i, produced, record, error) == (2, 2 * len(outputs), None, None)
+    assert emitted == outputs * 2
+
+
+def test_the_run_starts_at_i_and_stops_at_n(run: Run) -> None:
+    emitted: list[Any] = []
+    result = run(_messages(6), 2, 4, 100, _copy, emitted.append, ConsumerRecord, 1.0, _never)
+    assert result == (4, 2, None, None)
+    assert emitted == [("out", b"v2"), ("out", b"v3")]
+
+
+def test_the_run_stops_at_stop_but_always_handles_one_record(run: Run) -> None:
+    emitted: list[Any] = []
+    assert run(_messages(6), 0, 6, 3, _copy, emitted.append, ConsumerRecord, 1.0, _never)[:2] == (
+        3,
+        3,
+    )
+    # a transaction already at its record cap: one record, then back to commit
+    assert run(_messages(6), 4, 6, 0, _copy, emitted.append, ConsumerRecord, 1.0, _never)[:2] == (
+        5,
+        1,
+    )
+
+
+def test_the_clock_is_read_after_each_record_and_stops_the_run_at_due_at(run: Run) -> None:
+    readings = iter([0.5, 0.9, 1.0, 2.0])
+    calls = []
+
+    def clock() -> float:
+        calls.append(1)
+        return next(readings)
+
+    result = run(_messages(10), 0, 10, 10, _copy, lambda out: None, ConsumerRecord, 1.0, clock)
+    assert result == (3, 3, None, None)  # 0.5 and 0.9 go on, 1.0 reaches due_at
+    assert len(calls) == 3
+    # the last record and the stop are not followed by a clock read
+    calls.clear()
+    readings = iter([0.0] * 10)
+    assert run(_messages(3), 0, 3, 3, _copy, lambda out: None, ConsumerRecord, 1.0, clock)[0] == 3
+    assert len(calls) == 2
+
+
+@pytest.mark.parametrize("raised", [ValueError("bad record"), KeyboardInterrupt()])
+def test_a_failing_handler_hands_back_its_record_and_what_it_raised(
+    run: Run, raised: BaseException
+) -> None:
+    emitted: list[Any] = []
+
+    def handler(record: ConsumerRecord) -> list[Any]:
+        if record.offset == 2:
+            raise raised
+        return [record.offset]
+
+    i, produced, record, error = run(
+        _messages(5), 0, 5, 5, handler, emitted.append, ConsumerRecord, 1.0, _never
+    )
+    assert (i, produced, error) == (2, 2, raised)
+    assert type(record) is ConsumerRecord and (record.offset, record.value) == (2, b"v2")
+    assert emitted == [0, 1]
+    # the handler's own frame is on the traceback (the failure policy logs it)
+    assert "handler" in [f.name for f in traceback.extract_tb(error.__traceback__)]
+
+
+def test_a_handler_returning_what_is_not_iterable_failed_on_that_record(run: Run) -> None:
+    i, produced, record, error = run(
+        _messages(3), 0, 3, 3, lambda r: 5, lambda out: None, ConsumerRecord, 1.0, _never
+    )
+    assert (i, produced, record.offset) == (0, 0, 0)
+    assert isinstance(error, TypeError)
+
+
+def test_a_failing_emit_returns_no_record_and_counts_what_was_emitted(run: Run) -> None:
+    emitted: list[Any] = []
+
+    def emit(out: Any) -> None:
+        if out == (1, "b"):
+            raise OSError("queue refused")
+        emitted.append(out)
+
+    def handler(record: ConsumerRecord) -> list[Any]:
+        return [(record.offset, "a"), (record.offset, "b")]
+
+    i, produced, record, error = run(
+        _messages(3), 0, 3, 3, handler, emit, ConsumerRecord, 1.0, _never
+    )
+    assert (i, produced, record) == (1, 3, None)  # record 1's first output went out
+    assert isinstance(error, OSError) and str(error) == "queue refused"
+    assert emitted == [(0, "a"), (0, "b"), (1, "a")]
+
+
+def test_a_failing_view_returns_no_record(run: Run) -> None:
+    msgs = _messages(3)
+    msgs[1] = _Message(1, broken=True)
+    seen: list[int] = []
+
+    def handler(record: ConsumerRecord) -> None:
+        seen.append(record.offset)
+
+    i, produced, record, error = run(
+        msgs, 0, 3, 3, handler, lambda out: None, ConsumerRecord, 1.0, _never
+    )
+    assert (i, produced, record, seen) == (1, 0, None, [0])
+    assert isinstance(error, RuntimeError) and "no value at 1" in str(error)
+
+
+def test_a_failing_clock_comes_back_after_the_record_it_followed(run: Run) -> None:
+    def clock() -> float:
+        raise RuntimeError("no clock")
+
+    i, produced, record, error = run(
+        _messages(3), 0, 3, 3, _copy, lambda out: None, ConsumerRecord, 1.0, clock
+    )
+    assert (i, produced, record) == (1, 1, None)
+    assert isinstance(error, RuntimeError)
+
+
+def test_an_index_past_the_list_comes_back_as_an_index_error(run: Run) -> None:
+    i, produced, record, error = run(
+        _messages(2), 0, 4, 4, _copy, lambda out: None, ConsumerRecord, 1.0, _never
+    )
+    assert (i, produced, record) == (2, 2, None)
+    assert isinstance(error, IndexError)
+
+
+def test_nothing_is_kept_after_the_run(run: Run) -> None:
+    """Every path lets go of the messages, the outputs and the errors it touched (a leak per
+    record would grow with every record a Processor handles)."""
+    msgs = _messages(4)
+    out = object()
+    boom = ValueError("boom")
+    before = [sys.getrefcount(m) for m in msgs] + [sys.getrefcount(out), sys.getrefcount(boom)]
+
+    def handler(record: ConsumerRecord) -> Iterator[Any]:
+        if record.offset == 3:
+            raise boom
+        yield out
+
+    for _ in range(50):
+        result = run(msgs, 0, 4, 4, handler, lambda o: None, ConsumerRecord, 1.0, _never)
+        assert result[3] is boom
+        del result
+        boom.__traceback__ = None  # the traceback holds the handler's frame, not the run
+        failing = run(msgs, 0, 4, 4, _copy, _raise, ConsumerRecord, 1.0, _never)
+        del failing
+    after = [sys.getrefcount(m) for m in msgs] + [sys.getrefcount(out), sys.getrefcount(boom)]
+    assert after == before
+
+
+def _raise(out: Any) -> None:
+    raise OSError("refused")

@@ -1,0 +1,183 @@
+"""The Processor's output emitter (``sdk.producer._emitter``): the compiled one and its twin.
+
+Every test runs on both (the compiled one where it was built) against the contract in the
+module's docstring, with recording stand-ins for ``produce``, ``enqueue`` and the span. No
+broker: the Processor's tests run the emitter on the broker, and
+``tests/sdk/core/test_records_core.py`` runs the Python one end to end.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from typing import Any
+
+import pytest
+
+from sdk.core.records import OutputRecord
+from sdk.producer import _emitter
+from sdk.producer._producer import Producer
+from sdk.profiles import ProducerProfile
+
+MAKERS: list[Any] = [pytest.param(_emitter.py_emitter, id="python")]
+if _emitter.COMPILED:
+    from sdk.producer import _speedups
+
+    MAKERS.append(pytest.param(_speedups.Emitter, id="compiled"))
+
+
+class _Calls:
+    """Stand-ins that record what the emitter called."""
+
+    def __init__(self, refuse: BaseException | None = None) -> None:
+        self.produced: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+        self.enqueued: list[tuple[Any, Any]] = []
+        self.added = 0
+        self.refuse = refuse
+
+    def produce(self, *args: Any, **kwargs: Any) -> None:
+        if self.refuse is not None:
+            raise self.refuse
+        self.produced.append((args, kwargs))
+
+    def enqueue(self, out: Any, span: Any) -> None:
+        self.enqueued.append((out, span))
+
+    def add(self) -> None:  # the span's
+        self.added += 1
+
+
+def _callback(err: Any, msg: Any) -> None:
+    pass
+
+
+@pytest.fixture(params=MAKERS)
+def make(request: pytest.FixtureRequest) -> Any:
+    return request.param
+
+
+def _emit(make: Any, calls: _Calls, *, span: bool = True, callback: Any = None) -> Any:
+    return make(
+        OutputRecord, calls.produce, {"out"}, calls.enqueue, calls if span else None, callback
+    )
+
+
+def test_a_plain_output_goes_straight_to_produce_and_is_counted_on_the_span(make: Any) -> None:
+    calls = _Calls()
+    emit = _emit(make, calls)
+    assert emit(OutputRecord("out", b"v", b"k")) is None
+    assert emit(OutputRecord("out", "välue", "kéy")) is None  # str: UTF-8, as confluent-kafka
+    assert emit(OutputRecord("out", None)) is None
+    assert calls.produced == [
+        (("out", b"v", b"k"), {}),
+        (("out", "välue".encode(), "kéy".encode()), {}),
+        (("out", None, None), {}),
+    ]
+    assert calls.added == 3 and calls.enqueued == []
+
+
+def test_a_delivery_callback_is_passed_when_one_is_given(make: Any) -> None:
+    calls = _Calls()
+    _emit(make, calls, callback=_callback)(OutputRecord("out", b"v"))
+    assert calls.produced == [(("out", b"v", None), {"on_delivery": _callback})]
+
+
+def test_without_a_span_nothing_is_counted(make: Any) -> None:
+    calls = _Calls()
+    _emit(make, calls, span=False)(OutputRecord("out", b"v"))
+    assert len(calls.produced) == 1 and calls.added == 0
+
+
+class _Sub(OutputRecord):
+    pass
+
+
+@pytest.mark.parametrize(
+    "out",
+    [
+        OutputRecord("elsewhere", b"v"),  # a topic not seen before: the partitioner routes it
+        OutputRecord("out", b"v", headers=[("h", b"1")]),
+        OutputRecord("out", b"v", partition=3),
+        ("out", b"v", None, None, None),  # not an OutputRecord: the general path says so
+        ["out", b"v", None, None, None],
+        "out",
+    ],
+    ids=["unknown-topic", "headers", "partition", "tuple", "list", "str"],
+)
+def test_any_other_output_takes_the_general_path(make: Any, out: Any) -> None:
+    calls = _Calls()
+    _emit(make, calls)(out)
+    assert calls.produced == [] and calls.added == 0
+    assert calls.enqueued == [(out, calls)]
+
+
+def test_a_refusal_from_produce_takes_the_general_path(make: Any) -> None:
+    calls = _Calls(refuse=BufferError("Local: Queue full"))
+    out = OutputRecord("out", b"v")
+    _emit(make, calls)(out)
+    assert calls.enqueued == [(out, calls)] and calls.added == 0
+
+
+def test_an_interrupt_in_produce_propagates(make: Any) -> None:
+    calls = _Calls(refuse=KeyboardInterrupt())
+    with pytest.raises(KeyboardInterrupt):
+        _emit(make, calls)(OutputRecord("out", b"v"))
+    assert calls.enqueued == []
+
+
+def test_what_enqueue_encoding_or_the_span_raise_propagates(make: Any) -> None:
+    calls = _Calls()
+
+    def enqueue(out: Any, span: Any) -> None:
+        raise LookupError("general path failed")
+
+    with pytest.raises(LookupError):
+        make(OutputRecord, calls.produce, set(), enqueue, None, None)(OutputRecord("out", b"v"))
+    with pytest.raises(UnicodeEncodeError):
+        _emit(make, calls)(OutputRecord("out", "\udc80"))
+
+    class Span:
+        def add(self) -> None:
+            raise RuntimeError("span")
+
+    with pytest.raises(RuntimeError, match="span"):
+        make(OutputRecord, calls.produce, {"out"}, calls.enqueue, Span(), None)(
+            OutputRecord("out", b"v")
+        )
+
+
+def test_nothing_is_kept_after_an_output(make: Any) -> None:
+    calls = _Calls()
+    emit = _emit(make, calls)
+    value, key = b"v" * 10, b"k" * 10
+    out = OutputRecord("out", value, key)
+    before = (sys.getrefcount(out), sys.getrefcount(value), sys.getrefcount(key))
+    for _ in range(100):
+        emit(out)
+    calls.produced.clear()
+    assert (sys.getrefcount(out), sys.getrefcount(value), sys.getrefcount(key)) == before
+
+
+@pytest.mark.skipif(not _emitter.COMPILED, reason="the compiled emitter was not built")
+def test_the_compiled_emitter_refuses_bad_arguments() -> None:
+    with pytest.raises(TypeError):
+        _speedups.Emitter(OutputRecord, print, ["out"], print, None, None)  # known: a set
+    with pytest.raises(TypeError, match="tuple subclass"):
+        _speedups.Emitter(dict, print, set(), print, None, None)
+    with pytest.raises(TypeError, match="one output"):
+        _speedups.Emitter(OutputRecord, print, set(), print, None, None)(1, 2)
+
+
+@pytest.mark.skipif(
+    os.environ.get("SDK_PURE_PYTHON") is not None or shutil.which("cc") is None,
+    reason="no C compiler here, or the pure-Python core was asked for",
+)
+def test_the_compiled_emitter_is_the_one_in_use_where_a_compiler_is() -> None:
+    assert _emitter.COMPILED and _emitter.emitter is _speedups.Emitter
+
+
+def test_the_general_path_refuses_what_is_not_an_output_record_and_says_what_it_got() -> None:
+    producer = Producer(ProducerProfile(guarantee="at_least_once", bootstrap_servers="x:1"))
+    with pytest.raises(TypeError, match=r"must return OutputRecord\(topic, value.*got tuple"):
+        producer._enqueue_output(("out", b"v"), None)  # type: ignore[arg-type]
