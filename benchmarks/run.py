@@ -378,7 +378,7 @@ def main() -> None:
             if warm:
                 _warm_up(cases, size)
                 warm = False
-            for run in range(args.runs):
+            for run in range(args.runs if cases else 0):  # --only memory: no timed cases
                 shift = run % len(cases)
                 for label, thunk in cases[shift:] + cases[:shift]:
                     progress(f"{size} B run {run + 1}/{args.runs}: {label} ...")

@@ -80,7 +80,9 @@ class HandlingLoop:
         The same steps as :meth:`_handle_unit` per record, with the per-record costs taken
         out: no span context manager, the handler's first attempt inline (the failure policy
         takes over only when it raises), outputs queued without a poll each (:meth:`_handle`
-        serves delivery reports once per batch) and counters added per run of records.
+        serves delivery reports once per batch) and counters added per run of records. The
+        per-record steps run in :func:`~sdk.core.records.handle_run` (compiled where built);
+        this method takes over when a record raised and at the commit points.
         """
         handler = self._handler
         assert handler is not None
