@@ -7,10 +7,11 @@ or Spark handler returns.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+
+from sdk._compiled import extension
 
 __all__ = [
     "COMPILED",
@@ -157,15 +158,11 @@ if TYPE_CHECKING:  # the type checker sees the Python core (the compiled one has
 else:
     RecordCore, view, last_positions = PyRecordCore, _py_view, _py_last_positions
     handle_run = _py_handle_run
-    if not os.environ.get("SDK_PURE_PYTHON"):
-        try:
-            from sdk.core import _speedups
-        except ImportError:  # not built (no C compiler at install): the Python core
-            pass
-        else:
-            RecordCore, view = _speedups.RecordCore, _speedups.view
-            last_positions, handle_run = _speedups.last_positions, _speedups.handle_run
-            COMPILED = True
+    _speedups = extension("sdk.core._speedups")
+    if _speedups is not None:
+        RecordCore, view = _speedups.RecordCore, _speedups.view
+        last_positions, handle_run = _speedups.last_positions, _speedups.handle_run
+        COMPILED = True
 
 
 class ConsumerRecord(RecordCore):

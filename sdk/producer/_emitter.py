@@ -21,9 +21,10 @@ one output ``out``,
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from sdk._compiled import extension
 
 __all__ = ["COMPILED", "emitter", "py_emitter"]
 
@@ -71,10 +72,6 @@ if TYPE_CHECKING:  # the type checker sees the Python emitter (the compiled one 
     emitter = py_emitter
 else:
     emitter = py_emitter
-    if not os.environ.get("SDK_PURE_PYTHON"):
-        try:
-            from sdk.producer import _speedups
-        except ImportError:  # not built (no C compiler at install): the Python emitter
-            pass
-        else:
-            emitter, COMPILED = _speedups.Emitter, True
+    _speedups = extension("sdk.producer._speedups")
+    if _speedups is not None:
+        emitter, COMPILED = _speedups.Emitter, True

@@ -24,8 +24,9 @@ The contract both cores keep (``tests/sdk/producer/test_handle.py`` checks it on
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from sdk._compiled import extension
 
 __all__ = ["COMPILED", "HandleCore", "PyHandleCore", "new_handle"]
 
@@ -89,10 +90,6 @@ if TYPE_CHECKING:  # the type checker sees the Python core (the compiled one has
     new_handle = _py_new_handle
 else:
     HandleCore, new_handle = PyHandleCore, _py_new_handle
-    if not os.environ.get("SDK_PURE_PYTHON"):
-        try:
-            from sdk.producer import _speedups
-        except ImportError:  # not built (no C compiler at install): the Python core
-            pass
-        else:
-            HandleCore, new_handle, COMPILED = _speedups.HandleCore, _speedups.new_handle, True
+    _speedups = extension("sdk.producer._speedups")
+    if _speedups is not None:
+        HandleCore, new_handle, COMPILED = _speedups.HandleCore, _speedups.new_handle, True
