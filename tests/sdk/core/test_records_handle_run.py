@@ -4,7 +4,8 @@ Every test runs on both (the compiled one where it was built) and checks what th
 of ``records._py_handle_run`` promises: which records are handled, what is emitted, where the
 run stops, and what comes back when the handler, the view, ``emit`` or the clock raise. No
 broker: the Processor's tests and ``test_records_core.test_pure_python_core_end_to_end`` run
-it on the broker.
+it on the broker. The messages are real ``confluent_kafka.Message`` objects (built without a
+broker), one subclassed to fail its ``value()``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from confluent_kafka import Message
 
 from sdk.core import records
 from sdk.core.records import ConsumerRecord
@@ -28,30 +30,19 @@ if records.COMPILED:
     RUNS.append(pytest.param(_speedups.handle_run, id="compiled"))
 
 
-class _Message:
-    def __init__(self, offset: int, *, broken: bool = False) -> None:
-        self._o, self._broken = offset, broken
-
-    def topic(self) -> str:
-        return "in"
-
-    def partition(self) -> int:
-        return 0
-
-    def offset(self) -> int:
-        return self._o
-
-    def key(self) -> Any:
-        return b"k%d" % self._o
+class _Broken(Message):
+    """A message whose value cannot be read (the view fails on it)."""
 
     def value(self) -> Any:
-        if self._broken:
-            raise RuntimeError(f"no value at {self._o}")
-        return b"v%d" % self._o
+        raise RuntimeError(f"no value at {self.offset()}")
+
+
+def _message(i: int, cls: type[Message] = Message) -> Message:
+    return cls(topic="in", partition=0, offset=i, key=b"k%d" % i, value=b"v%d" % i)
 
 
 def _messages(n: int) -> list[Any]:
-    return [_Message(i) for i in range(n)]
+    return [_message(i) for i in range(n)]
 
 
 def _never() -> float:
@@ -186,7 +177,7 @@ def test_a_failing_emit_returns_no_record_and_counts_what_was_emitted(run: Run) 
 
 def test_a_failing_view_returns_no_record(run: Run) -> None:
     msgs = _messages(3)
-    msgs[1] = _Message(1, broken=True)
+    msgs[1] = _message(1, _Broken)
     seen: list[int] = []
 
     def handler(record: ConsumerRecord) -> None:
