@@ -122,23 +122,23 @@ plain(PyObject *o)
     return o == Py_None || PyBytes_CheckExact(o);
 }
 
-/* view(cls, msg): a record of class cls over msg, key and value as msg has them */
-static PyObject *
-view(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+/* cls is a RecordCore subclass (else TypeError, and 0 returned) */
+static int
+record_class(PyObject *cls, const char *caller)
 {
-    PyTypeObject *cls;
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &RecordCoreType)) {
+        PyErr_Format(PyExc_TypeError, "%s: cls must be a RecordCore subclass", caller);
+        return 0;
+    }
+    return 1;
+}
+
+/* a record of class cls (checked by record_class) over msg */
+static PyObject *
+new_view(PyTypeObject *cls, PyObject *msg)
+{
     RecordCore *self;
-    PyObject *msg, *key, *value;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "view(cls, msg)");
-        return NULL;
-    }
-    cls = (PyTypeObject *)args[0];
-    msg = args[1];
-    if (!PyType_Check(cls) || !PyType_IsSubtype(cls, &RecordCoreType)) {
-        PyErr_SetString(PyExc_TypeError, "view: cls must be a RecordCore subclass");
-        return NULL;
-    }
+    PyObject *key, *value;
     key = PyObject_CallMethodNoArgs(msg, s_key);
     if (key == NULL) {
         return NULL;
@@ -165,6 +165,20 @@ view(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
         PyObject_GC_UnTrack(self);
     }
     return (PyObject *)self;
+}
+
+/* view(cls, msg): a record of class cls over msg, key and value as msg has them */
+static PyObject *
+view(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "view(cls, msg)");
+        return NULL;
+    }
+    if (!record_class(args[0], "view")) {
+        return NULL;
+    }
+    return new_view((PyTypeObject *)args[0], args[1]);
 }
 
 /* output_new(cls, topic, value, key=None, headers=None, partition=None): OutputRecord.__new__ */
@@ -358,7 +372,8 @@ run_result(Py_ssize_t i, Py_ssize_t produced, PyObject *record, PyObject *error)
 static PyObject *
 handle_run(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
-    PyObject *records, *handler, *emit, *clock, *view_args[2];
+    PyObject *records, *handler, *emit, *clock;
+    PyTypeObject *cls;
     PyObject *record = NULL, *outputs = NULL, *error = NULL, *result;
     Py_ssize_t i, n, stop, produced = 0;
     double due_at;
@@ -375,10 +390,10 @@ handle_run(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     n = PyLong_AsSsize_t(args[2]);
     stop = PyLong_AsSsize_t(args[3]);
     due_at = PyFloat_AsDouble(args[7]);
-    if (PyErr_Occurred()) {
+    if (PyErr_Occurred() || !record_class(args[6], "handle_run")) {
         return NULL;
     }
-    view_args[0] = args[6];
+    cls = (PyTypeObject *)args[6]; /* checked once here, not per record */
     while (i < n) {
         PyObject *now;
         Py_ssize_t j;
@@ -387,8 +402,7 @@ handle_run(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
             error = take_error();
             break;
         }
-        view_args[1] = PyList_GET_ITEM(records, i);
-        record = view(NULL, view_args, 2);
+        record = new_view(cls, PyList_GET_ITEM(records, i));
         if (record == NULL) {
             error = take_error();
             break;
