@@ -1,6 +1,7 @@
 """The optional compiled part of the SDK; everything else is in pyproject.toml.
 
-``sdk.producer._speedups`` is the delivery handle's core in C, ``sdk.core._speedups`` the record
+``sdk.producer._speedups`` is the delivery handle's core, the output emitter and ``send()``'s
+fast path in C, ``sdk.core._speedups`` the record
 types' (issue #16). Both are optional: where no C compiler is found the build goes on and the SDK
 uses their pure-Python twins (``sdk.producer._handle``, ``sdk.core.records``), which behave the
 same, only slower per record.
@@ -12,7 +13,8 @@ setup(
     ext_modules=[
         Extension(
             "sdk.producer._speedups",
-            ["sdk/producer/_speedups.c"],
+            ["sdk/producer/_speedups.c", "sdk/producer/_send.c"],
+            depends=["sdk/producer/_speedups.h"],
             optional=True,  # no compiler: the pure-Python handle is used
         ),
         Extension(

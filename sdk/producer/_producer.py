@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from sdk._client import translating
+from sdk._compiled import extension
 from sdk.core.lifecycle import Lifecycle
 from sdk.core.session import TransactionSession
 from sdk.errors import ClosedError, ConfigurationError, KafkaTimeoutError, SdkError
@@ -166,8 +167,9 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
         """The general path of a record (:meth:`RecordPath.produce`) under the fast path."""
         self._fast = path.raw and self._native
         """Bytes in and librdkafka places: a record to a known topic goes straight to it."""
-        self._hot_client: Any = None
-        """The client while ``send()``'s fast path may be taken (see :meth:`_check_telemetry`)."""
+        self._hot_produce: Any = None
+        """The client's ``produce`` while ``send()``'s fast path may be taken (see
+        :meth:`_check_telemetry`)."""
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -203,7 +205,7 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
     def _check_telemetry(self) -> None:
         """Re-check telemetry, and with it whether ``send()``'s fast path may be taken.
 
-        One attribute (``_hot_client``) answers "open, bytes in, librdkafka places, plain
+        One attribute (``_hot_produce``) answers "open, bytes in, librdkafka places, plain
         handles, nothing observed" for each record instead of four tests.
         """
         super()._check_telemetry()
@@ -213,7 +215,7 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
             and not self._observed
             and self._handle_type is DeliveryHandle
         )
-        self._hot_client = self._client if hot else None
+        self._hot_produce = self._client.produce if hot else None
 
     def _ensure_client(self) -> Any:
         if self._state is ProducerState.OPEN:
@@ -245,7 +247,7 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
                 self.flush(timeout)
         finally:
             self._state = ProducerState.CLOSED
-            self._hot_client = None
+            self._hot_produce = None
             self._client = None
             self._router.attach(None)  # the router held the client too: free it now
 
@@ -281,11 +283,12 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
             ClosedError: The producer is closed.
             KafkaClientError: Any other refusal by librdkafka (the record is on ``.record``).
         """
-        client = self._hot_client
+        produce = self._hot_produce
         if (
-            client is not None  # open, bytes in, librdkafka places, plain handles, no telemetry
+            produce is not None  # open, bytes in, librdkafka places, plain handles, no telemetry
             and headers is None
             and timestamp_ms is None
+            and partition is None  # a handle keeps topic, value, key: its record has no partition
             and type(topic) is str
             and (type(value) is bytes or value is None)
             and (key is None or type(key) is bytes)
@@ -295,13 +298,10 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
             # in step), with a handle made without __init__, its record built only if asked for
             handle = new_handle(DeliveryHandle, self, topic, value, key)
             try:
-                if partition is None:
-                    client.produce(topic, value, key, on_delivery=handle)
-                else:
-                    client.produce(topic, value, key, partition, on_delivery=handle)
+                produce(topic, value, key, on_delivery=handle)
                 return handle
             except Exception:  # full queue, refusal: the general path retries / translates
-                return self._send_general(topic, value, key, None, partition, None, handle)
+                return self._send_general(topic, value, key, None, None, None, handle)
         return self._send_general(topic, value, key, headers, partition, timestamp_ms, None)
 
     def _send_general(
@@ -431,3 +431,10 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
                 "and may yet be delivered"
             )
         self._raise_failures()
+
+
+_speedups = extension("sdk.producer._speedups")
+if _speedups is not None:
+    # send()'s fast path in C (sdk/producer/_send.c); every other call goes on to the Python
+    # method above, which stays the one definition of send() (and its twin)
+    Producer.send = _speedups.FastSend(Producer.send, DeliveryHandle)  # type: ignore[method-assign]

@@ -12,19 +12,8 @@
  * translated error) cannot lead back to it, so it is never part of a reference cycle the
  * collector would have to find.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_speedups.h"
 #include <structmember.h>
-
-typedef struct {
-    PyObject_HEAD
-    PyObject *owner;  /* the producer while pending; None once resolved */
-    PyObject *state;  /* None pending; the message (or a subclass's value); the error */
-    PyObject *record; /* the ProducerRecord; None until asked for (new_handle) */
-    PyObject *topic;
-    PyObject *value;
-    PyObject *key;
-} HandleCore;
 
 static PyObject *s_delivered;
 static PyObject *s_user_callback;
@@ -148,7 +137,7 @@ static PyMemberDef HandleCore_members[] = {
     {NULL, 0, 0, 0, NULL},
 };
 
-static PyTypeObject HandleCoreType = {
+PyTypeObject HandleCoreType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "sdk.producer._speedups.HandleCore",
     .tp_doc = "The compiled core of DeliveryHandle: its slots and its delivery callback.",
@@ -162,22 +151,11 @@ static PyTypeObject HandleCoreType = {
     .tp_members = HandleCore_members,
 };
 
-/* new_handle(cls, owner, topic, value, key): send()'s fast-path handle, without __init__ */
-static PyObject *
-new_handle(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+PyObject *
+sdk_make_handle(PyTypeObject *cls, PyObject *owner, PyObject *topic, PyObject *value,
+                PyObject *key)
 {
-    PyTypeObject *cls;
-    HandleCore *self;
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "new_handle(cls, owner, topic, value, key)");
-        return NULL;
-    }
-    cls = (PyTypeObject *)args[0];
-    if (!PyType_Check(cls) || !PyType_IsSubtype(cls, &HandleCoreType)) {
-        PyErr_SetString(PyExc_TypeError, "new_handle: cls must be a HandleCore subclass");
-        return NULL;
-    }
-    self = (HandleCore *)cls->tp_alloc(cls, 0);
+    HandleCore *self = (HandleCore *)cls->tp_alloc(cls, 0);
     if (self == NULL) {
         return NULL;
     }
@@ -187,19 +165,36 @@ new_handle(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     if (PyObject_IS_GC((PyObject *)self) && PyObject_GC_IsTracked((PyObject *)self)) {
         PyObject_GC_UnTrack(self);
     }
-    Py_INCREF(args[1]);
-    self->owner = args[1];
+    Py_INCREF(owner);
+    self->owner = owner;
     Py_INCREF(Py_None);
     self->state = Py_None;
     Py_INCREF(Py_None);
     self->record = Py_None;
-    Py_INCREF(args[2]);
-    self->topic = args[2];
-    Py_INCREF(args[3]);
-    self->value = args[3];
-    Py_INCREF(args[4]);
-    self->key = args[4];
+    Py_INCREF(topic);
+    self->topic = topic;
+    Py_INCREF(value);
+    self->value = value;
+    Py_INCREF(key);
+    self->key = key;
     return (PyObject *)self;
+}
+
+/* new_handle(cls, owner, topic, value, key): send()'s fast-path handle, without __init__ */
+static PyObject *
+new_handle(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    PyTypeObject *cls;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "new_handle(cls, owner, topic, value, key)");
+        return NULL;
+    }
+    cls = (PyTypeObject *)args[0];
+    if (!PyType_Check(cls) || !PyType_IsSubtype(cls, &HandleCoreType)) {
+        PyErr_SetString(PyExc_TypeError, "new_handle: cls must be a HandleCore subclass");
+        return NULL;
+    }
+    return sdk_make_handle(cls, args[1], args[2], args[3], args[4]);
 }
 
 /* Emitter(cls, produce, known, enqueue, span, callback): the Processor's output emitter, compiled.
@@ -436,6 +431,10 @@ PyInit__speedups(void)
     Py_INCREF(&EmitterType);
     if (PyModule_AddObject(module, "Emitter", (PyObject *)&EmitterType) < 0) {
         Py_DECREF(&EmitterType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    if (sdk_send_init(module) < 0) {
         Py_DECREF(module);
         return NULL;
     }
