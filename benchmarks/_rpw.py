@@ -167,11 +167,23 @@ def hand_written(
             if not began:
                 producer.begin_transaction()
                 began = time.perf_counter()
+            # a full local queue (a broker still warming up): serve it, then retry, as the raw
+            # producer loop does (inline: no extra call per record)
             if with_handler:
                 for topic_, value, key in handle(m):
-                    producer.produce(topic_, value, key)
+                    while True:
+                        try:
+                            producer.produce(topic_, value, key)
+                            break
+                        except BufferError:
+                            producer.poll(0.01)
             else:
-                producer.produce(out, m.value(), m.key())
+                while True:
+                    try:
+                        producer.produce(out, m.value(), m.key())
+                        break
+                    except BufferError:
+                        producer.poll(0.01)
             seen += 1
         if began and (time.perf_counter() - began >= 0.1 or seen >= n):
             producer.send_offsets_to_transaction(
