@@ -408,7 +408,10 @@ handle_run(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
             break;
         }
         outputs = PyObject_CallOneArg(handler, record);
-        if (outputs != NULL && !PyList_CheckExact(outputs)) {
+        if (outputs != NULL && emit == Py_None) {
+            Py_SETREF(outputs, PyList_New(0)); /* no emit: what the handler returns is ignored */
+        }
+        else if (outputs != NULL && !PyList_CheckExact(outputs)) {
             /* list(outputs or ()) */
             int truth = PyObject_IsTrue(outputs);
             Py_SETREF(outputs, truth < 0 ? NULL : truth ? PySequence_List(outputs) : PyList_New(0));
@@ -437,6 +440,9 @@ handle_run(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
         i++;
         if (i >= stop) {
             break;
+        }
+        if (clock == Py_None) {
+            continue; /* no clock: runs to stop */
         }
         now = PyObject_CallNoArgs(clock);
         if (now == NULL) {

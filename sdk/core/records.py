@@ -98,10 +98,10 @@ def _py_handle_run(
     n: int,
     stop: int,
     handler: Callable[[Any], Any],
-    emit: Callable[[Any], None],
+    emit: Callable[[Any], None] | None,
     cls: type[Any],
     due_at: float,
-    clock: Callable[[], float],
+    clock: Callable[[], float] | None,
 ) -> tuple[int, int, Any, BaseException | None]:
     """Hand ``records[i:n]`` one by one to ``handler`` and ``emit`` what it returns.
 
@@ -115,6 +115,10 @@ def _py_handle_run(
     the handler raised (the failure policy's turn: the record's outputs are not emitted) and
     None when the view or ``emit`` raised (some of that record's outputs may be emitted) or
     ``clock`` raised (after ``records[i - 1]``).
+
+    The Consumer's hot loop passes ``emit`` None (what a handler returns is ignored, never
+    iterated) and, when it has no offsets to store, ``clock`` None (no clock read: it runs to
+    ``stop``).
     """
     produced = 0
     while i < n:
@@ -124,19 +128,22 @@ def _py_handle_run(
             return i, produced, None, exc
         try:
             outputs = handler(record)
-            if type(outputs) is not list:
+            if emit is not None and type(outputs) is not list:
                 outputs = list(outputs or ())
         except BaseException as exc:
             return i, produced, record, exc
-        try:
-            for out in outputs:
-                emit(out)
-                produced += 1
-        except BaseException as exc:
-            return i, produced, None, exc
+        if emit is not None:  # None: what the handler returns is ignored
+            try:
+                for out in outputs:
+                    emit(out)
+                    produced += 1
+            except BaseException as exc:
+                return i, produced, None, exc
         i += 1
         if i >= stop:
             break
+        if clock is None:
+            continue  # no clock: runs to stop
         try:
             late = clock() >= due_at
         except BaseException as exc:

@@ -235,3 +235,35 @@ def test_nothing_is_kept_after_the_run(run: Run) -> None:
 
 def _raise(out: Any) -> None:
     raise OSError("refused")
+
+
+@pytest.mark.parametrize("returned", [[("out", b"x")], "not iterable as outputs", 42, None])
+def test_without_emit_what_a_handler_returns_is_ignored(run: Run, returned: Any) -> None:
+    """The Consumer passes ``emit`` None: its handlers' results are never iterated."""
+    msgs, seen = _messages(4), []
+
+    def handler(record: ConsumerRecord) -> Any:
+        seen.append(record.offset)
+        return returned
+
+    assert run(msgs, 0, 4, 4, handler, None, ConsumerRecord, 1.0, _never) == (4, 0, None, None)
+    assert seen == [0, 1, 2, 3]
+
+
+def test_without_a_clock_it_runs_to_stop(run: Run) -> None:
+    """The Consumer passes ``clock`` None when it stores no offsets: no clock read at all."""
+    msgs, seen = _messages(6), []
+    result = run(msgs, 1, 6, 4, lambda r: seen.append(r.offset), None, ConsumerRecord, 0.0, None)
+    assert result == (4, 0, None, None)  # due_at 0.0 would have stopped it after one record
+    assert seen == [1, 2, 3]
+
+
+def test_without_emit_a_failing_handler_still_returns_its_record(run: Run) -> None:
+    msgs = _messages(3)
+
+    def handler(record: ConsumerRecord) -> None:
+        if record.offset == 1:
+            raise ValueError("bad record")
+
+    i, produced, record, error = run(msgs, 0, 3, 3, handler, None, ConsumerRecord, 1.0, _never)
+    assert (i, produced, record.offset, type(error)) == (1, 0, 1, ValueError)
