@@ -12,8 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 PY=.venv/bin/python
 # reinstalled when the package definition or a compiled core changes (the install
-# builds sdk/producer/_speedups.c and sdk/core/_speedups.c in place)
-stamp=.venv/.installed-$(cat pyproject.toml setup.py sdk/producer/_speedups.c sdk/core/_speedups.c | sha1sum | cut -c1-12)
+# builds the C files of sdk/producer and sdk/core in place)
+stamp=.venv/.installed-$(cat pyproject.toml setup.py sdk/producer/*.[ch] sdk/core/*.[ch] | sha1sum | cut -c1-12)
 
 setup() {
   if [ ! -x "$PY" ]; then
