@@ -294,8 +294,9 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
             and (key is None or type(key) is bytes)
             and topic in self._known_topics
         ):
-            # straight to librdkafka (the same test runs inlined in _enqueue_each: keep the two
-            # in step), with a handle made without __init__, its record built only if asked for
+            # straight to librdkafka (the same test runs in C in _send.c, and inlined in
+            # _enqueue_each without the partition test: keep the three in step), with a
+            # handle made without __init__, its record built only if asked for
             handle = new_handle(DeliveryHandle, self, topic, value, key)
             try:
                 produce(topic, value, key, on_delivery=handle)
