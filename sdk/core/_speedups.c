@@ -408,10 +408,7 @@ handle_run(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
             break;
         }
         outputs = PyObject_CallOneArg(handler, record);
-        if (outputs != NULL && emit == Py_None) {
-            Py_SETREF(outputs, PyList_New(0)); /* no emit: what the handler returns is ignored */
-        }
-        else if (outputs != NULL && !PyList_CheckExact(outputs)) {
+        if (outputs != NULL && emit != Py_None && !PyList_CheckExact(outputs)) {
             /* list(outputs or ()) */
             int truth = PyObject_IsTrue(outputs);
             Py_SETREF(outputs, truth < 0 ? NULL : truth ? PySequence_List(outputs) : PyList_New(0));
@@ -420,7 +417,8 @@ handle_run(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
             error = take_error();
             break; /* the handler failed: record stays for the failure policy */
         }
-        for (j = 0; j < PyList_GET_SIZE(outputs); j++) {
+        /* no emit: what the handler returns is ignored (the loop below does not run) */
+        for (j = 0; emit != Py_None && j < PyList_GET_SIZE(outputs); j++) {
             PyObject *out = PyList_GET_ITEM(outputs, j), *r;
             Py_INCREF(out);
             r = PyObject_CallOneArg(emit, out);

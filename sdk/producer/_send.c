@@ -38,7 +38,6 @@ static PyObject *s_key;
 static PyObject *s_headers;
 static PyObject *s_partition;
 static PyObject *s_timestamp_ms;
-static PyObject *s_on_delivery_names; /* ("on_delivery",): kwnames of produce */
 
 static int
 FastSend_traverse(FastSend *self, visitproc visit, void *arg)
@@ -133,7 +132,7 @@ send_fast(FastSend *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwn
     {
         PyObject *call[5] = {NULL, topic, value, key, handle};
         r = PyObject_Vectorcall(produce, call + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET,
-                                s_on_delivery_names);
+                                sdk_on_delivery_names);
     }
     Py_DECREF(produce);
     if (r != NULL) {
@@ -152,9 +151,6 @@ send_fast(FastSend *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwn
                                       NULL);
     }
     Py_DECREF(handle);
-    if (r == NULL) {
-        return NULL;
-    }
     return r;
 }
 
@@ -275,9 +271,8 @@ sdk_send_init(PyObject *module)
     s_headers = PyUnicode_InternFromString("headers");
     s_partition = PyUnicode_InternFromString("partition");
     s_timestamp_ms = PyUnicode_InternFromString("timestamp_ms");
-    s_on_delivery_names = Py_BuildValue("(s)", "on_delivery");
     if (!s_hot_produce || !s_known_topics || !s_send_general || !s_value || !s_key
-        || !s_headers || !s_partition || !s_timestamp_ms || !s_on_delivery_names) {
+        || !s_headers || !s_partition || !s_timestamp_ms) {
         return -1;
     }
     Py_INCREF(&FastSendType);

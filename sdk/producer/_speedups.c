@@ -217,7 +217,7 @@ typedef struct {
 } Emitter;
 
 static PyObject *s_add;
-static PyObject *s_on_delivery; /* ("on_delivery",): kwnames of produce */
+PyObject *sdk_on_delivery_names;
 
 static int
 Emitter_traverse(Emitter *self, visitproc visit, void *arg)
@@ -296,7 +296,7 @@ emit_fast(Emitter *self, PyObject *out)
     else {
         PyObject *kw[5] = {NULL, topic, value, key, self->callback};
         r = PyObject_Vectorcall(self->produce, kw + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET,
-                                s_on_delivery);
+                                sdk_on_delivery_names);
     }
     Py_DECREF(value);
     Py_DECREF(key);
@@ -414,8 +414,9 @@ PyInit__speedups(void)
     s_failed = PyUnicode_InternFromString("_failed");
     s_one = PyLong_FromLong(1);
     s_add = PyUnicode_InternFromString("add");
-    s_on_delivery = Py_BuildValue("(s)", "on_delivery");
-    if (!s_delivered || !s_user_callback || !s_failed || !s_one || !s_add || !s_on_delivery) {
+    sdk_on_delivery_names = Py_BuildValue("(s)", "on_delivery");
+    if (!s_delivered || !s_user_callback || !s_failed || !s_one || !s_add
+        || !sdk_on_delivery_names) {
         return NULL;
     }
     module = PyModule_Create(&speedups_module);

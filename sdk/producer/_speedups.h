@@ -18,11 +18,14 @@ typedef struct {
 
 extern PyTypeObject HandleCoreType;
 
+/* ("on_delivery",): the kwnames of produce(topic, value, key, on_delivery=...) */
+extern PyObject *sdk_on_delivery_names;
+
 /* A pending handle of cls (a HandleCore subclass, not checked here) without __init__. */
 PyObject *sdk_make_handle(PyTypeObject *cls, PyObject *owner, PyObject *topic, PyObject *value,
                           PyObject *key);
 
-/* Adds FastSend to the module (0, or -1 with an exception set). */
+/* Adds FastSend to the module (0, or -1 with an exception set); after sdk_on_delivery_names. */
 int sdk_send_init(PyObject *module);
 
 #endif
