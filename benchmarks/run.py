@@ -23,7 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import _aio, _consumers, _harness, _producers, _queue, _rpw
-from benchmarks._harness import Result, broker, fill, median_results, payloads, progress, topic
+from benchmarks._harness import (
+    Result,
+    broker,
+    fill,
+    median_results,
+    payloads,
+    progress,
+    settle,
+    topic,
+)
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 BEGIN, END = "<!-- GENERATED:BEGIN -->", "<!-- GENERATED:END -->"
@@ -323,6 +332,7 @@ def _warm_up(cases: list[tuple[str, Callable[[], Any]]], size: int) -> None:
     for label, thunk in cases:
         if label.startswith(WARM_UP):
             progress(f"{size} B warm-up (discarded): {label} ...")
+            settle()
             thunk()
 
 
@@ -382,6 +392,7 @@ def main() -> None:
                 shift = run % len(cases)
                 for label, thunk in cases[shift:] + cases[:shift]:
                     progress(f"{size} B run {run + 1}/{args.runs}: {label} ...")
+                    settle()
                     result = thunk()
                     if result is None:
                         continue
