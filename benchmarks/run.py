@@ -355,7 +355,7 @@ def main() -> None:
     parser.add_argument(
         "--slow-peer-records", type=int, default=200_000, help="cap for kafka-python, aiokafka"
     )
-    parser.add_argument("--rpw-records", type=int, default=200_000)
+    parser.add_argument("--rpw-records", type=int, default=1_000_000)
     parser.add_argument("--sizes", default="100,1024")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--only", default="producer,consumer,rpw,queue,aio,memory")

@@ -13,14 +13,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable
+from itertools import islice
 from typing import Any
 
 from confluent_kafka import AcknowledgeType
 
 from sdk.consumer._failure import DeadLetterSink, RecordDecoder
 from sdk.core.failure import HandlerRunner
-from sdk.core.records import ConsumerRecord, view
+from sdk.core.records import ConsumerRecord, handle_run, view
 from sdk.errors import HandlerError, KafkaClientError, SdkError, SerializationError
 from sdk.observability import Telemetry
 from sdk.profiles import QueueProfile
@@ -29,6 +31,10 @@ from sdk.queue._records import QueueStats
 __all__ = ["LOCK_BUDGET", "STOP_EVERY_S", "AtLeastOnceHandling"]
 
 _ACCEPT, _RELEASE, _REJECT = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT
+
+_consume: Callable[[Iterable[Any]], None] = deque(
+    maxlen=0
+).extend  # runs an iterator to its end, keeping nothing
 
 LOCK_BUDGET = 0.8
 """at_least_once: records of a poll not started within this share of the record lock are
@@ -78,23 +84,68 @@ class AtLeastOnceHandling:
 
         Per poll, not per record: the tracing check, the lock budget's deadline; the
         handler's success path acknowledges straight on the client (``ack`` is for the rest).
+        Without a deserializer or tracing (bytes in), the records run through
+        :func:`sdk.core.records.handle_run` (the view, the handler's first attempt and the
+        clock read per record, compiled where the extension was built) in runs of at most
+        :data:`STOP_EVERY_S` of handler time that end before the lock budget; each run's
+        records are then accepted together. The acknowledgements only queue locally until the
+        next poll or commit sends them, so the broker sees the same thing as if each record were
+        accepted right after its handler (measured on the broker: ~0.26 us per record of main
+        thread time over the raw loop with the Python loop; see docs/queues.md).
         """
         tel = self._tel if self._tel is not None and self._tel.tracing_enabled() else None
         raw, stopped, monotonic = self._decoder.raw, self._stop.is_set, time.monotonic
+        fast = raw and tel is None
         lock_end = self._polled_at + self._lock_ms / 1000.0
         budget = self._polled_at + self._lock_ms * LOCK_BUDGET / 1000.0
         acknowledge, accepted, over, now = client.acknowledge, 0, 0, monotonic()
         check_stop = now  # stop() is seen within STOP_EVERY_S of handler time
         finished = 0  # records before this index are acknowledged (here or through ack)
+        i, n = 0, len(msgs)
         try:
-            for i, msg in enumerate(msgs):
+            while i < n:
                 finished = i
                 if now >= check_stop:
                     if stopped():
                         break  # the rest is released by the caller: others need not wait
                     check_stop = now + STOP_EVERY_S
+                if fast and now <= budget:
+                    start = i
+                    i, _, record, error = handle_run(
+                        msgs,
+                        i,
+                        n,
+                        n,
+                        handler,
+                        None,
+                        ConsumerRecord,
+                        min(check_stop, budget),
+                        monotonic,
+                    )
+                    # the run's records are accepted together, from C (map): no Python
+                    # bytecode per record; acknowledge's default type is ACCEPT
+                    run = islice(msgs, start, i)
+                    try:
+                        _consume(map(acknowledge, run))
+                    except BaseException:
+                        j = i - 1 - sum(1 for _ in run)  # run is past the one that raised
+                        finished, accepted = j + 1, accepted + j - start  # as below: not released
+                        raise
+                    finished, accepted = i, accepted + i - start
+                    if error is not None and (record is None or not isinstance(error, Exception)):
+                        raise error  # the view or the clock failed, or an interrupt
+                    now = monotonic()
+                    if now > lock_end:  # only the run's last record can have ended that late
+                        self._check_slow(msgs[i if error is not None else i - 1])
+                    if error is not None:  # the handler raised on msgs[i]
+                        self._failed(error, [msgs[i]], [i], ack, record)
+                        now = monotonic()  # a dead-letter write may have taken a while
+                        i += 1
+                    continue
+                msg = msgs[i]
+                i += 1
                 if now > budget and (msg.delivery_count() or 1) < self._spare:
-                    ack(i, _RELEASE)  # before its lock expires mid-handling
+                    ack(i - 1, _RELEASE)  # before its lock expires mid-handling
                     over += 1
                     continue
                 if raw:
@@ -102,7 +153,7 @@ class AtLeastOnceHandling:
                 else:
                     decoded = self._decode(msg)
                     if isinstance(decoded, SerializationError):
-                        self._give_up([msg], [i], ack, decoded, 0, "deserialize")
+                        self._give_up([msg], [i - 1], ack, decoded, 0, "deserialize")
                         continue
                     record = decoded
                 try:
@@ -114,21 +165,21 @@ class AtLeastOnceHandling:
                     now = monotonic()
                     if now > lock_end:
                         self._check_slow(msg)
-                    self._failed(exc, [msg], [i], ack, record)
+                    self._failed(exc, [msg], [i - 1], ack, record)
                     now = monotonic()  # a dead-letter write may have taken a while
                     continue
                 now = monotonic()  # one clock read per record: this check and the next budget
                 if now > lock_end:
                     self._check_slow(msg)  # acknowledged after its lock: maybe a duplicate
-                finished = i + 1  # as before: a refused acknowledgement is not released
+                finished = i  # as before: a refused acknowledgement is not released
                 acknowledge(msg, _ACCEPT)
                 accepted += 1
             else:
-                finished = len(msgs)
+                finished = n
         finally:
             # what this loop accepted leaves ``pending`` here, once per poll, not per record
             # (a dict delete per record cost more than the acknowledgement itself)
-            rest = {j: True for j in range(finished, len(msgs)) if j in pending}
+            rest = {j: True for j in range(finished, n) if j in pending}
             pending.clear()
             pending.update(rest)
             self.stats.handled += accepted
