@@ -26,7 +26,7 @@ from sdk.core.records import ConsumerRecord, handle_run, view
 from sdk.errors import HandlerError, KafkaClientError, SdkError, SerializationError
 from sdk.observability import Telemetry
 from sdk.profiles import QueueProfile
-from sdk.queue._records import QueueStats
+from sdk.queue._records import Outstanding, QueueStats
 
 __all__ = ["LOCK_BUDGET", "STOP_EVERY_S", "AtLeastOnceHandling"]
 
@@ -77,7 +77,7 @@ class AtLeastOnceHandling:
         client: Any,
         handler: Callable[[Any], Any],
         msgs: list[Any],
-        pending: dict[int, bool],
+        pending: Outstanding,
         ack: Callable[[int, Any], None],
     ) -> None:
         """The per-record hot loop: handle, then ACCEPT; a failure goes to :meth:`_failed`.
@@ -179,9 +179,7 @@ class AtLeastOnceHandling:
         finally:
             # what this loop accepted leaves ``pending`` here, once per poll, not per record
             # (a dict delete per record cost more than the acknowledgement itself)
-            rest = {j: True for j in range(finished, n) if j in pending}
-            pending.clear()
-            pending.update(rest)
+            pending.taken_before(finished)
             self.stats.handled += accepted
             self.stats.accepted += accepted
             if over:

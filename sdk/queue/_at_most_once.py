@@ -21,7 +21,7 @@ from sdk.core.records import ConsumerRecord
 from sdk.errors import HandlerError, SdkError, SerializationError
 from sdk.observability import Telemetry
 from sdk.profiles import QueueProfile
-from sdk.queue._records import QueueStats
+from sdk.queue._records import Outstanding, QueueStats
 
 __all__ = ["AtMostOnceHandling"]
 
@@ -46,7 +46,7 @@ class AtMostOnceHandling:
         client: Any,
         handler: Callable[[Any], Any],
         msgs: list[Any],
-        pending: dict[int, bool],
+        pending: Outstanding,
         batch: bool,
     ) -> None:
         pending.clear()

@@ -48,7 +48,7 @@ from sdk.queue._at_least_once import LOCK_BUDGET, AtLeastOnceHandling
 from sdk.queue._at_most_once import AtMostOnceHandling
 from sdk.queue._group import NO_SUPPORT_CODES, apply_group_config, with_hint
 from sdk.queue._manual import ManualAcknowledgement
-from sdk.queue._records import QueueStats
+from sdk.queue._records import Outstanding, QueueStats
 from sdk.serialization import Deserializer
 
 __all__ = ["QueueConsumer"]
@@ -269,7 +269,7 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         self, client: Any, handler: Callable[[Any], Any], msgs: list[Any], batch: bool
     ) -> None:
         """Handle one poll's records; every one of them leaves acknowledged, even on error."""
-        pending = dict.fromkeys(range(len(msgs)), True)  # not yet acknowledged, by index
+        pending = Outstanding(len(msgs))  # not yet acknowledged, by index
         ack = self._acker(client, msgs, pending)
         try:
             if self.guarantee is _AMO:
@@ -279,14 +279,14 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
             else:
                 self._each_at_least_once(client, handler, msgs, pending, ack)
         finally:
-            for i in list(pending):  # stopped or raised mid-poll: give the rest back
+            for i in pending.rest():  # stopped or raised mid-poll: give the rest back
                 ack(i, _RELEASE)
 
     def _acker(
-        self, client: Any, msgs: list[Any], pending: dict[int, bool]
+        self, client: Any, msgs: list[Any], pending: Outstanding
     ) -> Callable[[int, Any], None]:
         def ack(i: int, kind: Any) -> None:
-            if pending.pop(i, None) is None:
+            if not pending.take(i):
                 return  # already acknowledged: the broker takes one acknowledgement
             client.acknowledge(msgs[i], kind)
             if kind is _ACCEPT:
