@@ -1,8 +1,9 @@
 """One command for the peer benchmarks: ``.venv/bin/python -m benchmarks.run``.
 
 Measures, in one run on one local broker, records/s (and producer delivery latency) of the SDK
-against its peers, with medians over ``--runs`` repetitions whose case order rotates (after one
-discarded warm-up pass of the raw peers on the fresh broker), then prints the ratios against
+against its peers, with medians over ``--runs`` repetitions whose case order rotates and runs
+backwards every other time (after one discarded warm-up pass of the raw peers on the fresh
+broker; the page cache written back before each case), then prints the ratios against
 the issue's targets and writes ``docs/performance.md`` (the table between the GENERATED
 markers) and ``docs/performance.png``.
 
@@ -397,8 +398,13 @@ def main() -> None:
                 _warm_up(cases, size)
                 warm = False
             for run in range(args.runs if cases else 0):  # --only memory: no timed cases
+                # rotated, and backwards every other repetition: a case and its peer swap
+                # places, so neither always runs right after the other (the producer cases
+                # at 1 KB: in one process, alternating, the first repetitions ran at ~440k
+                # records/s and the later ones at ~250k, whichever case they were)
                 shift = run % len(cases)
-                for label, thunk in cases[shift:] + cases[:shift]:
+                order = cases[shift:] + cases[:shift]
+                for label, thunk in order[::-1] if run % 2 else order:
                     progress(f"{size} B run {run + 1}/{args.runs}: {label} ...")
                     settle()
                     result = thunk()
