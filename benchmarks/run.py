@@ -99,20 +99,18 @@ def _cases(args: argparse.Namespace, bs: str, size: int) -> list[tuple[str, Call
     data = payloads(n, size)
     cases: list[tuple[str, Callable[[], Any]]] = []
     if "producer" in args.only:
+        fresh = _producers.in_fresh_process  # each in a new interpreter (see its docstring)
         cases += [
-            ("raw producer", lambda: _producers.raw_confluent(bs, data, size)),
-            ("SDK alo send", lambda: _producers.sdk_producer(bs, data, size, "at_least_once")),
-            (
-                "SDK alo send_many",
-                lambda: _producers.sdk_producer(bs, data, size, "at_least_once", "send_many"),
-            ),
+            ("raw producer", lambda: fresh("raw", bs, n, size)),
+            ("SDK alo send", lambda: fresh("sdk", bs, n, size, "at_least_once")),
+            ("SDK alo send_many", lambda: fresh("sdk", bs, n, size, "at_least_once", "send_many")),
             (
                 "SDK alo send_batch",
-                lambda: _producers.sdk_producer(bs, data, size, "at_least_once", "send_batch"),
+                lambda: fresh("sdk", bs, n, size, "at_least_once", "send_batch"),
             ),
-            ("SDK amo send", lambda: _producers.sdk_producer(bs, data, size, "at_most_once")),
-            ("SDK eos send", lambda: _producers.sdk_producer(bs, data, size, "exactly_once")),
-            ("kafka-python producer", lambda: _producers.kafka_python(bs, data[:slow_n], size)),
+            ("SDK amo send", lambda: fresh("sdk", bs, n, size, "at_most_once")),
+            ("SDK eos send", lambda: fresh("sdk", bs, n, size, "exactly_once")),
+            ("kafka-python producer", lambda: fresh("kafka-python", bs, slow_n, size)),
             ("perf-test producer", lambda: _producers.perf_test(bs, n, size)),
         ]
     if "consumer" in args.only:
