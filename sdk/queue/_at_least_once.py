@@ -32,9 +32,8 @@ __all__ = ["LOCK_BUDGET", "STOP_EVERY_S", "AtLeastOnceHandling"]
 
 _ACCEPT, _RELEASE, _REJECT = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT
 
-_consume: Callable[[Iterable[Any]], None] = deque(
-    maxlen=0
-).extend  # runs an iterator to its end, keeping nothing
+# runs an iterator to its end, keeping nothing
+_consume: Callable[[Iterable[Any]], None] = deque(maxlen=0).extend
 
 LOCK_BUDGET = 0.8
 """at_least_once: records of a poll not started within this share of the record lock are
