@@ -13,7 +13,7 @@ setup(
     ext_modules=[
         Extension(
             "sdk.producer._speedups",
-            ["sdk/producer/_speedups.c", "sdk/producer/_send.c"],
+            ["sdk/producer/_speedups.c", "sdk/producer/_send.c", "sdk/producer/_hot.c"],
             depends=["sdk/producer/_speedups.h"],
             optional=True,  # no compiler: the pure-Python handle is used
         ),

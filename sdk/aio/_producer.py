@@ -69,7 +69,7 @@ class _FutureHandle(DeliveryHandle):
         owner: Any = self._owner  # a _LoopProducer (no isinstance check per record)
         if err is None:
             self._state = msg
-            owner.delivered += 1
+            owner._hot.delivered += 1
         else:
             owner._failed(self, err)  # translated, collected for flush(), on _state
         if threading.get_ident() == owner.loop_thread:

@@ -22,6 +22,7 @@ from sdk.core.session import TransactionSession
 from sdk.errors import DeliveryError, KafkaClientError, SdkError, from_kafka_error
 from sdk.observability import Telemetry
 from sdk.partitioners import PartitionRouter
+from sdk.producer._handle import HotPath
 from sdk.producer._records import DeliveryHandle, ProducerRecord
 
 __all__ = ["UNKNOWN_PARTITION_CODES", "DeliveryLedger", "TimedHandle"]
@@ -35,20 +36,18 @@ UNKNOWN_PARTITION_CODES = frozenset(
 class DeliveryLedger:
     """Mixin of :class:`~sdk.producer.Producer`: the owner its delivery handles report to.
 
-    It implements what ``sdk.producer._records._Owner`` asks of a handle's owner. A mixin, not a
-    held object, because the callbacks run once per record: ``owner.delivered += 1`` on the
-    Producer itself is one attribute store, where a held ledger would cost an extra lookup per
-    record in ``send()`` (the handle's owner) and a delegating ``delivered`` property a call.
+    It implements what ``sdk.producer._records._Owner`` asks of a handle's owner. The delivered
+    count and the user's callback live on ``_hot`` (:data:`~sdk.producer._handle.HotPath`),
+    which the delivery callbacks and ``send()`` read once per record: C fields where the
+    extension was built, instead of producer attributes (a type and a dict lookup each).
 
     State it owns is set by :meth:`_init_ledger`; what it needs from the class is declared
     below (set by ``Producer.__init__``).
     """
 
-    delivered: int
-    """Records acknowledged so far."""
     failed: int
     """Records that failed delivery so far."""
-    _user_callback: Callable[[DeliveryHandle], None] | None
+    _hot: Any  # HotPath: the compiled class or PyHotPath
     _failures: list[KafkaClientError]
     _observed: bool
     """Whether an OpenTelemetry SDK records (re-checked at creation, poll and flush)."""
@@ -61,12 +60,19 @@ class DeliveryLedger:
     _session: TransactionSession | None
     _produce: Callable[[Any, ProducerRecord, Any], None]
 
-    def _init_ledger(self, on_delivery: Callable[[DeliveryHandle], None] | None) -> None:
-        self.delivered = 0
+    def _init_ledger(
+        self, on_delivery: Callable[[DeliveryHandle], None] | None, known_topics: set[str]
+    ) -> None:
+        self._hot = HotPath(known_topics, on_delivery)  # on_delivery: called per record
         self.failed = 0
-        self._user_callback = on_delivery  # called by DeliveryHandle._deliver per record
         self._failures = []
         self._observed = False
+
+    @property
+    def delivered(self) -> int:
+        """Records acknowledged so far."""
+        delivered: int = self._hot.delivered
+        return delivered
 
     # ------------------------------------------------------------------ telemetry
     def _check_telemetry(self) -> None:
@@ -102,13 +108,14 @@ class DeliveryLedger:
             return client.poll(timeout)
 
     def _delivered(self, handle: DeliveryHandle) -> None:
-        self.delivered += 1
+        hot = self._hot
+        hot.delivered += 1
         tel = self._telemetry
         if tel is not None and isinstance(handle, TimedHandle):
             msg = handle._state
             tel.delivered(msg.topic(), msg.partition(), time.perf_counter() - handle._t0)
-        if self._user_callback is not None:
-            self._user_callback(handle)
+        if hot.callback is not None:
+            hot.callback(handle)
 
     def _failed(self, handle: DeliveryHandle, err: Any) -> KafkaClientError:
         self.failed += 1
@@ -127,15 +134,16 @@ class DeliveryLedger:
             self._telemetry.delivery_failed(
                 handle.record.topic, type(error).__name__, handle.record.partition
             )
-        if self._user_callback is not None:
-            self._user_callback(handle)
+        callback = self._hot.callback
+        if callback is not None:
+            callback(handle)
         return error
 
     # ------------------------------------------------------------------ for send_batch
     def _on_batch_delivery(self, err: Any, msg: Any) -> None:
         """The one delivery callback shared by every record of ``send_batch`` (no handles)."""
         if err is None:
-            self.delivered += 1
+            self._hot.delivered += 1
             return
         self.failed += 1
         # no handle holds the caller's record: rebuild it (serialized) from the report

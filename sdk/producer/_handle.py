@@ -16,10 +16,14 @@ The contract both cores keep (``tests/sdk/producer/test_handle.py`` checks it on
 
 - slots ``_owner, _state, _record, _topic, _value, _key``;
 - ``handle(err, msg)`` and ``handle._deliver(err, msg)``, once per record: with ``err`` None,
-  ``_state = msg``, ``owner.delivered += 1``, then ``owner._user_callback(handle)`` if set;
+  ``_state = msg``, ``owner._hot.delivered += 1``, then ``owner._hot.callback(handle)`` if set;
   otherwise ``owner._failed(handle, err)``; either way ``_owner`` becomes None once the
   outcome is on ``_state`` (a second call does nothing);
 - :func:`new_handle`, a pending handle of a subclass with ``_record`` None (built on demand).
+
+:data:`HotPath` is the producer's ``_hot`` (compiled, or :class:`PyHotPath`): what its
+per-record paths read, as fields instead of producer attributes (``send()`` read two producer
+attributes per record and the delivery callback three, each a type and a dict lookup).
 """
 
 from __future__ import annotations
@@ -28,7 +32,26 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from sdk._compiled import extension
 
-__all__ = ["COMPILED", "HandleCore", "PyHandleCore", "new_handle"]
+__all__ = ["COMPILED", "HandleCore", "HotPath", "PyHandleCore", "PyHotPath", "new_handle"]
+
+
+class PyHotPath:
+    """What one producer's per-record paths read (the compiled ``HotPath``'s twin).
+
+    Args:
+        known: The topics whose lookup succeeded (only these take ``send()``'s fast path).
+        callback: The user's ``on_delivery``, or None.
+    """
+
+    __slots__ = ("callback", "delivered", "known", "produce")
+
+    def __init__(self, known: set[str], callback: Any = None) -> None:
+        self.produce: Any = None
+        """The client's ``produce`` while ``send()``'s fast path may be taken, else None."""
+        self.known = known
+        self.callback = callback
+        self.delivered = 0
+        """Records acknowledged so far."""
 
 
 class PyHandleCore:
@@ -52,8 +75,9 @@ class PyHandleCore:
         if err is None:
             self._state = msg
             self._owner = None  # a resolved handle keeps no reference to its producer
-            owner.delivered += 1
-            callback = owner._user_callback
+            hot = owner._hot
+            hot.delivered += 1
+            callback = hot.callback
             if callback is not None:
                 callback(self)
         else:
@@ -87,9 +111,11 @@ COMPILED = False
 
 if TYPE_CHECKING:  # the type checker sees the Python core (the compiled one has its shape)
     HandleCore = PyHandleCore
+    HotPath = PyHotPath
     new_handle = _py_new_handle
 else:
-    HandleCore, new_handle = PyHandleCore, _py_new_handle
+    HandleCore, HotPath, new_handle = PyHandleCore, PyHotPath, _py_new_handle
     _speedups = extension("sdk.producer._speedups")
     if _speedups is not None:
-        HandleCore, new_handle, COMPILED = _speedups.HandleCore, _speedups.new_handle, True
+        HandleCore, HotPath = _speedups.HandleCore, _speedups.HotPath
+        new_handle, COMPILED = _speedups.new_handle, True

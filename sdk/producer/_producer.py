@@ -148,7 +148,8 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
         self._session: TransactionSession | None = None
         """The transactional session driving this producer's transactions, once made."""
         self._errors = ClientErrors(transactional=self._transactional)
-        self._init_ledger(on_delivery)  # delivered, failed, the failures list (DeliveryLedger)
+        # _hot (delivered, on_delivery, the fast path), failed, the failures (DeliveryLedger)
+        self._init_ledger(on_delivery, self._known_topics)
         path = RecordPath(
             key_ser,
             value_ser,
@@ -167,9 +168,6 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
         """The general path of a record (:meth:`RecordPath.produce`) under the fast path."""
         self._fast = path.raw and self._native
         """Bytes in and librdkafka places: a record to a known topic goes straight to it."""
-        self._hot_produce: Any = None
-        """The client's ``produce`` while ``send()``'s fast path may be taken (see
-        :meth:`_check_telemetry`)."""
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -205,8 +203,9 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
     def _check_telemetry(self) -> None:
         """Re-check telemetry, and with it whether ``send()``'s fast path may be taken.
 
-        One attribute (``_hot_produce``) answers "open, bytes in, librdkafka places, plain
-        handles, nothing observed" for each record instead of four tests.
+        One field (``_hot.produce``: the client's ``produce``, or None) answers "open, bytes
+        in, librdkafka places, plain handles, nothing observed" for each record instead of four
+        tests.
         """
         super()._check_telemetry()
         hot = (
@@ -215,7 +214,7 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
             and not self._observed
             and self._handle_type is DeliveryHandle
         )
-        self._hot_produce = self._client.produce if hot else None
+        self._hot.produce = self._client.produce if hot else None
 
     def _ensure_client(self) -> Any:
         if self._state is ProducerState.OPEN:
@@ -247,7 +246,7 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
                 self.flush(timeout)
         finally:
             self._state = ProducerState.CLOSED
-            self._hot_produce = None
+            self._hot.produce = None
             self._client = None
             self._router.attach(None)  # the router held the client too: free it now
 
@@ -283,7 +282,8 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
             ClosedError: The producer is closed.
             KafkaClientError: Any other refusal by librdkafka (the record is on ``.record``).
         """
-        produce = self._hot_produce
+        hot = self._hot
+        produce = hot.produce
         if (
             produce is not None  # open, bytes in, librdkafka places, plain handles, no telemetry
             and headers is None
@@ -292,7 +292,7 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
             and type(topic) is str
             and (type(value) is bytes or value is None)
             and (key is None or type(key) is bytes)
-            and topic in self._known_topics
+            and topic in hot.known
         ):
             # straight to librdkafka (the same test runs in C in _send.c, and inlined in
             # _enqueue_each without the partition test: keep the three in step), with a

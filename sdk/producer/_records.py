@@ -143,8 +143,7 @@ class ListedHandle(DeliveryHandle):
 class _Owner(Protocol):
     """What a handle needs from its producer."""
 
-    delivered: int
-    _user_callback: Any
+    _hot: Any  # HotPath: the delivered count and the user's callback
 
     def _poll(self, timeout: float) -> Any: ...
 

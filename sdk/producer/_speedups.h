@@ -1,5 +1,6 @@
-/* What the two C files of sdk.producer._speedups share: the delivery handle's struct and type,
- * and the one way a fast-path handle is made (_speedups.c defines them; _send.c uses them). */
+/* What the C files of sdk.producer._speedups share: the delivery handle's struct and type, the
+ * one way a fast-path handle is made (_speedups.c defines them), and the producer's HotPath
+ * (_hot.c); _send.c uses them. */
 #ifndef SDK_PRODUCER_SPEEDUPS_H
 #define SDK_PRODUCER_SPEEDUPS_H
 
@@ -14,16 +15,32 @@ typedef struct {
     PyObject *topic;
     PyObject *value;
     PyObject *key;
+    PyObject *hot; /* the owner's _hot, kept by send()'s fast path; NULL: read from the owner */
 } HandleCore;
 
 extern PyTypeObject HandleCoreType;
 
+/* One producer's per-record state (_hot.c says what each field is) */
+typedef struct {
+    PyObject_HEAD
+    PyObject *produce;  /* None (or NULL): send()'s fast path closed */
+    PyObject *known;
+    PyObject *callback; /* None (or NULL): no on_delivery */
+    Py_ssize_t delivered;
+} HotPath;
+
+extern PyTypeObject HotPathType;
+
 /* ("on_delivery",): the kwnames of produce(topic, value, key, on_delivery=...) */
 extern PyObject *sdk_on_delivery_names;
 
-/* A pending handle of cls (a HandleCore subclass, not checked here) without __init__. */
-PyObject *sdk_make_handle(PyTypeObject *cls, PyObject *owner, PyObject *topic, PyObject *value,
-                          PyObject *key);
+/* A pending handle of cls (a HandleCore subclass, not checked here) without __init__; hot is
+ * owner's _hot or NULL. */
+PyObject *sdk_make_handle(PyTypeObject *cls, PyObject *owner, PyObject *hot, PyObject *topic,
+                          PyObject *value, PyObject *key);
+
+/* Adds HotPath to the module (0, or -1 with an exception set). */
+int sdk_hot_init(PyObject *module);
 
 /* Adds FastSend to the module (0, or -1 with an exception set); after sdk_on_delivery_names. */
 int sdk_send_init(PyObject *module);

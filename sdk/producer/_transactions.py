@@ -47,7 +47,7 @@ class TransactionMethods:
     _session: TransactionSession | None
     _telemetry: Telemetry | None
     _client: Any
-    _hot_produce: Any
+    _hot: Any
     _state: Lifecycle
     _lock: threading.Lock
     _failures: list[KafkaClientError]
@@ -245,7 +245,7 @@ class TransactionMethods:
         """
         with self._lock:
             client, self._client = self._client, None
-            self._hot_produce = None  # send()'s fast path must not reach the dropped client
+            self._hot.produce = None  # send()'s fast path must not reach the dropped client
             self._failures = []
         self._router.attach(None)  # re-attached to the next client when it is made
         self._errors.clear()

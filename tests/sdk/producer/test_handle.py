@@ -34,10 +34,15 @@ def _new_handle_of(cls: type[Any]) -> Any:
 class _Owner:
     """What a handle reports to (the Producer's side of the contract)."""
 
-    def __init__(self, callback: Any = None) -> None:
-        self.delivered = 0
-        self._user_callback = callback
+    def __init__(self, callback: Any = None, hot_class: Any = None) -> None:
+        # the delivered count and on_delivery live on the owner's _hot (HotPath): the build's
+        # class unless a test names one
+        self._hot = (hot_class or _handle.HotPath)(set(), callback)
         self.failures: list[tuple[Any, Any]] = []
+
+    @property
+    def delivered(self) -> int:
+        return int(self._hot.delivered)
 
     def _failed(self, handle: Any, err: Any) -> None:
         self.failures.append((handle, err))
@@ -82,6 +87,35 @@ def test_deliver_method_is_the_same_callback(handle_class: type[Any]) -> None:
     handle = _new_handle_of(handle_class)(handle_class, owner, "t", None, None)
     handle._deliver(None, "msg")
     assert handle._state == "msg" and owner.delivered == 1 and handle._owner is None
+
+
+HOT_PATHS: list[Any] = [pytest.param(_handle.PyHotPath, id="python-hot")]
+if _handle.COMPILED:
+    HOT_PATHS.append(pytest.param(_handle.HotPath, id="compiled-hot"))
+
+
+@pytest.mark.parametrize("hot_class", HOT_PATHS)
+def test_either_hot_path_counts_and_calls_on_delivery(
+    handle_class: type[Any], hot_class: type[Any]
+) -> None:
+    """The compiled handle reads the compiled HotPath's fields and any other by attribute."""
+    seen: list[Any] = []
+    owner = _Owner(seen.append, hot_class)
+    for n in range(1, 4):
+        handle = _new_handle_of(handle_class)(handle_class, owner, "t", b"v", None)
+        handle(None, f"msg {n}")
+        assert owner.delivered == n and seen[-1] is handle
+    owner._hot.callback = None  # the callback is read per record
+    _new_handle_of(handle_class)(handle_class, owner, "t", b"v", None)(None, "msg")
+    assert owner.delivered == 4 and len(seen) == 3
+
+
+@pytest.mark.parametrize("hot_class", HOT_PATHS)
+def test_a_hot_path_starts_closed_and_empty(hot_class: type[Any]) -> None:
+    known = {"t"}
+    hot = hot_class(known)
+    assert hot.produce is None and hot.callback is None and hot.delivered == 0
+    assert hot.known is known  # the producer's own set: a topic it learns is known at once
 
 
 def test_failure_goes_to_the_owner_and_then_lets_go_of_it(handle_class: type[Any]) -> None:

@@ -25,9 +25,18 @@ from sdk.profiles import ProducerProfile
 
 COMPILED = type(Producer.send).__name__ == "FastSend"
 PYTHON_SEND: Any = Producer.send.__wrapped__ if COMPILED else Producer.send  # type: ignore[attr-defined]
+
+
+def _bound_send(producer: Producer, *args: Any, **kwargs: Any) -> Any:
+    """``send = producer.send; send(...)``: the compiled build's ``BoundSend``."""
+    send = producer.send
+    return send(*args, **kwargs)
+
+
 SENDS: list[Any] = [pytest.param(PYTHON_SEND, id="python")]
 if COMPILED:
     SENDS.append(pytest.param(Producer.send, id="compiled"))
+    SENDS.append(pytest.param(_bound_send, id="compiled-bound"))
 
 CLOSED_PORT = "127.0.0.1:1"  # nothing listens: records stay queued in librdkafka
 
@@ -213,6 +222,11 @@ def test_the_compiled_send_binds_and_describes_itself_as_the_python_method() -> 
         assert Producer.send.__name__ == "send"
         assert Producer.send.__doc__ == PYTHON_SEND.__doc__
         assert inspect.signature(Producer.send) == inspect.signature(PYTHON_SEND)
+        assert type(bound).__name__ == "BoundSend"  # keeps the producer's _hot: no lookup
+        assert bound == p.send and hash(bound) == hash(p.send) and bound != _producer().send
+        assert repr(bound).startswith("<bound method Producer.send of <sdk.producer")
+        assert bound.__name__ == "send" and bound.__doc__ == PYTHON_SEND.__doc__
+        assert inspect.signature(bound) == inspect.signature(PYTHON_SEND.__get__(p))
         handle = bound("t", b"v")  # the first record: general path (the client opens)
         assert handle._record == ProducerRecord("t", b"v")
         assert bound("t", b"v")._record is None  # then the fast path
@@ -225,8 +239,9 @@ def test_the_compiled_send_binds_and_describes_itself_as_the_python_method() -> 
     ("kwargs", "python_calls"),
     [({"key": b"k"}, []), ({"key": b"k", "partition": None}, []), ({"partition": 1}, ["send"])],
 )
+@pytest.mark.parametrize("bound", [False, True], ids=["method-call", "bound"])
 def test_the_compiled_fast_path_runs_no_python_code(
-    producer: Producer, kwargs: Any, python_calls: list[str]
+    producer: Producer, kwargs: Any, python_calls: list[str], bound: bool
 ) -> None:
     calls: list[str] = []
 
@@ -234,9 +249,13 @@ def test_the_compiled_fast_path_runs_no_python_code(
         if event == "call":
             calls.append(frame.f_code.co_name)
 
+    send = producer.send if bound else None
     sys.setprofile(profile)
     try:
-        producer.send("t", b"v", **kwargs)
+        if send is not None:
+            send("t", b"v", **kwargs)
+        else:
+            producer.send("t", b"v", **kwargs)
     finally:
         sys.setprofile(None)
     # the Python method (and what it calls) runs only for a call the fast path does not take
