@@ -19,7 +19,8 @@ setup(
         ),
         Extension(
             "sdk.core._speedups",
-            ["sdk/core/_speedups.c"],
+            ["sdk/core/_speedups.c", "sdk/core/_run.c"],
+            depends=["sdk/core/_speedups.h"],
             optional=True,  # no compiler: the pure-Python record core is used
         ),
     ]

@@ -10,8 +10,7 @@
  * a few hundred nanoseconds each (a property call per attribute read, a named tuple's
  * constructor frame, a tuple and a dict store per record); here they are C calls.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_speedups.h"
 #include <structmember.h>
 
 typedef struct {
@@ -123,8 +122,8 @@ plain(PyObject *o)
 }
 
 /* cls is a RecordCore subclass (else TypeError, and 0 returned) */
-static int
-record_class(PyObject *cls, const char *caller)
+int
+sdk_record_class(PyObject *cls, const char *caller)
 {
     if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &RecordCoreType)) {
         PyErr_Format(PyExc_TypeError, "%s: cls must be a RecordCore subclass", caller);
@@ -134,8 +133,8 @@ record_class(PyObject *cls, const char *caller)
 }
 
 /* a record of class cls (checked by record_class) over msg */
-static PyObject *
-new_view(PyTypeObject *cls, PyObject *msg)
+PyObject *
+sdk_new_view(PyTypeObject *cls, PyObject *msg)
 {
     RecordCore *self;
     PyObject *key, *value;
@@ -148,7 +147,20 @@ new_view(PyTypeObject *cls, PyObject *msg)
         Py_DECREF(key);
         return NULL;
     }
-    self = (RecordCore *)cls->tp_alloc(cls, 0);
+    /* bytes (or None) and librdkafka's message cannot lead back to the view, so it can never
+     * be part of a cycle: it is made untracked, out of the collector's young generation (the
+     * loops make one per record; tp_alloc would track it, and untracking it after cost ~25 ns
+     * a record between the two, perf). A view of deserialized objects is tracked. */
+    if (plain(key) && plain(value) && PyType_IS_GC(cls)) {
+        self = PyObject_GC_New(RecordCore, cls);
+        if (self != NULL && cls->tp_basicsize > (Py_ssize_t)sizeof(RecordCore)) {
+            memset((char *)self + sizeof(RecordCore), 0,
+                   (size_t)cls->tp_basicsize - sizeof(RecordCore));
+        }
+    }
+    else {
+        self = (RecordCore *)cls->tp_alloc(cls, 0);
+    }
     if (self == NULL) {
         Py_DECREF(key);
         Py_DECREF(value);
@@ -158,12 +170,6 @@ new_view(PyTypeObject *cls, PyObject *msg)
     self->value = value;
     Py_INCREF(msg);
     self->raw = msg;
-    /* bytes (or None) and librdkafka's message cannot lead back to the view, so it can never
-     * be part of a cycle: leave it out of the collector's young generation (the loops make
-     * one per record). A view of deserialized objects stays tracked. */
-    if (plain(key) && plain(value) && PyObject_GC_IsTracked((PyObject *)self)) {
-        PyObject_GC_UnTrack(self);
-    }
     return (PyObject *)self;
 }
 
@@ -175,10 +181,10 @@ view(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "view(cls, msg)");
         return NULL;
     }
-    if (!record_class(args[0], "view")) {
+    if (!sdk_record_class(args[0], "view")) {
         return NULL;
     }
-    return new_view((PyTypeObject *)args[0], args[1]);
+    return sdk_new_view((PyTypeObject *)args[0], args[1]);
 }
 
 /* output_new(cls, topic, value, key=None, headers=None, partition=None): OutputRecord.__new__ */
@@ -340,131 +346,6 @@ error:
     return NULL;
 }
 
-/* The raised exception, normalized, with its traceback on it (a new reference); clears it. */
-static PyObject *
-take_error(void)
-{
-#if PY_VERSION_HEX >= 0x030C0000
-    return PyErr_GetRaisedException();
-#else
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (tb != NULL && value != NULL) {
-        PyException_SetTraceback(value, tb);
-    }
-    Py_XDECREF(type);
-    Py_XDECREF(tb);
-    return value;
-#endif
-}
-
-/* (i, produced, record or None, error): handle_run's result */
-static PyObject *
-run_result(Py_ssize_t i, Py_ssize_t produced, PyObject *record, PyObject *error)
-{
-    return Py_BuildValue("(nnOO)", i, produced, record == NULL ? Py_None : record,
-                         error == NULL ? Py_None : error);
-}
-
-/* handle_run(records, i, n, stop, handler, emit, cls, due_at, clock): the Processor's hot loop;
- * sdk/core/records.py's _py_handle_run says what it does and returns. */
-static PyObject *
-handle_run(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
-{
-    PyObject *records, *handler, *emit, *clock;
-    PyTypeObject *cls;
-    PyObject *record = NULL, *outputs = NULL, *error = NULL, *result;
-    Py_ssize_t i, n, stop, produced = 0;
-    double due_at;
-    if (nargs != 9 || !PyList_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError,
-                        "handle_run(records: list, i, n, stop, handler, emit, cls, due_at, clock)");
-        return NULL;
-    }
-    records = args[0];
-    handler = args[4];
-    emit = args[5];
-    clock = args[8];
-    i = PyLong_AsSsize_t(args[1]);
-    n = PyLong_AsSsize_t(args[2]);
-    stop = PyLong_AsSsize_t(args[3]);
-    due_at = PyFloat_AsDouble(args[7]);
-    if (PyErr_Occurred() || !record_class(args[6], "handle_run")) {
-        return NULL;
-    }
-    cls = (PyTypeObject *)args[6]; /* checked once here, not per record */
-    while (i < n) {
-        PyObject *now;
-        Py_ssize_t j;
-        if (i < 0 || i >= PyList_GET_SIZE(records)) {
-            PyErr_SetString(PyExc_IndexError, "list index out of range");
-            error = take_error();
-            break;
-        }
-        record = new_view(cls, PyList_GET_ITEM(records, i));
-        if (record == NULL) {
-            error = take_error();
-            break;
-        }
-        outputs = PyObject_CallOneArg(handler, record);
-        if (outputs != NULL && emit != Py_None && !PyList_CheckExact(outputs)) {
-            /* list(outputs or ()) */
-            int truth = PyObject_IsTrue(outputs);
-            Py_SETREF(outputs, truth < 0 ? NULL : truth ? PySequence_List(outputs) : PyList_New(0));
-        }
-        if (outputs == NULL) {
-            error = take_error();
-            break; /* the handler failed: record stays for the failure policy */
-        }
-        /* no emit: what the handler returns is ignored (the loop below does not run) */
-        for (j = 0; emit != Py_None && j < PyList_GET_SIZE(outputs); j++) {
-            PyObject *out = PyList_GET_ITEM(outputs, j), *r;
-            Py_INCREF(out);
-            r = PyObject_CallOneArg(emit, out);
-            Py_DECREF(out);
-            if (r == NULL) {
-                error = take_error();
-                break;
-            }
-            Py_DECREF(r);
-            produced++;
-        }
-        Py_CLEAR(outputs);
-        Py_CLEAR(record);
-        if (error != NULL) {
-            break;
-        }
-        i++;
-        if (i >= stop) {
-            break;
-        }
-        if (clock == Py_None) {
-            continue; /* no clock: runs to stop */
-        }
-        now = PyObject_CallNoArgs(clock);
-        if (now == NULL) {
-            error = take_error();
-            break;
-        }
-        {
-            double t = PyFloat_AsDouble(now);
-            Py_DECREF(now);
-            if (t == -1.0 && PyErr_Occurred()) {
-                error = take_error();
-                break;
-            }
-            if (t >= due_at) {
-                break;
-            }
-        }
-    }
-    result = run_result(i, produced, record, error);
-    Py_XDECREF(record);
-    Py_XDECREF(error);
-    return result;
-}
-
 static PyMethodDef module_methods[] = {
     {"view", (PyCFunction)(void (*)(void))view, METH_FASTCALL,
      "view(cls, msg) -> a record of class cls over msg (key and value as msg has them)."},
@@ -472,7 +353,7 @@ static PyMethodDef module_methods[] = {
      "output_new(cls, topic, value, key=None, headers=None, partition=None): a new record."},
     {"last_positions", (PyCFunction)(void (*)(void))last_positions, METH_FASTCALL,
      "last_positions(messages, into): into[(topic, partition)] = last offset + 1."},
-    {"handle_run", (PyCFunction)(void (*)(void))handle_run, METH_FASTCALL,
+    {"handle_run", (PyCFunction)(void (*)(void))sdk_handle_run, METH_FASTCALL,
      "handle_run(records, i, n, stop, handler, emit, cls, due_at, clock) -> "
      "(i, produced, record, error): the Processor's hot loop."},
     {NULL, NULL, 0, NULL},
@@ -492,7 +373,7 @@ PyInit__speedups(void)
     static const char *fields[5] = {"topic", "value", "key", "headers", "partition"};
     PyObject *module;
     int i;
-    if (PyType_Ready(&RecordCoreType) < 0) {
+    if (PyType_Ready(&RecordCoreType) < 0 || sdk_run_init() < 0) {
         return NULL;
     }
     s_key = PyUnicode_InternFromString("key");

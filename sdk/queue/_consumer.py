@@ -55,6 +55,7 @@ __all__ = ["QueueConsumer"]
 
 _AMO = Guarantee.AT_MOST_ONCE
 _delivery_count = Message.delivery_count
+_error = Message.error
 _ACCEPT, _RELEASE, _REJECT = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT
 _COMMIT_TIMEOUT_S = 30.0
 
@@ -246,10 +247,15 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
 
     def _poll(self, client: Any) -> list[Any]:
         messages = _seam(lambda: client.poll(self.profile.poll_timeout_ms / 1000.0), "poll")
-        out = [m for m in messages if m.error() is None]
-        if len(out) < len(messages):
-            for m in messages:
-                err = m.error()
+        # each message's error from C (map): a poll without errors is kept as it is, with no
+        # Python bytecode per record (a list comprehension cost ~35 ns a record, perf)
+        errors = list(map(_error, messages))
+        # any(), not errors.count(None): KafkaError's == raises when compared with None
+        if not any(errors) and type(messages) is list:
+            out: list[Any] = messages
+        else:
+            out = [m for m, err in zip(messages, errors, strict=True) if err is None]
+            for m, err in zip(messages, errors, strict=True):
                 if err is None or err.code() == KafkaError._PARTITION_EOF:
                     continue
                 error = from_kafka_error(err, context=f"share-group poll of {m.topic()}")
@@ -261,8 +267,10 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         self._polled_at = time.monotonic()  # the poll's records were acquired about now
         self.stats.polled += len(out)
         counts = list(map(_delivery_count, out))  # C-level: no Python frame per record
-        first = counts.count(1) + counts.count(None) + counts.count(0)
-        self.stats.redelivered += len(counts) - first
+        redelivered = len(counts) - counts.count(1)
+        if redelivered:  # a first delivery may also read None or 0 (no count known)
+            redelivered -= counts.count(None) + counts.count(0)
+        self.stats.redelivered += redelivered
         return out
 
     def _handle(

@@ -11,6 +11,7 @@ broker), one subclassed to fail its ``value()``.
 from __future__ import annotations
 
 import sys
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -267,3 +268,21 @@ def test_without_emit_a_failing_handler_still_returns_its_record(run: Run) -> No
 
     i, produced, record, error = run(msgs, 0, 3, 3, handler, None, ConsumerRecord, 1.0, _never)
     assert (i, produced, record.offset, type(error)) == (1, 0, 1, ValueError)
+
+
+def test_time_monotonic_itself_stops_the_run_at_due_at(run: Run) -> None:
+    """The compiled loop reads ``time.monotonic`` in C when given it: the same deadline."""
+    seen: list[int] = []
+
+    def slow(record: ConsumerRecord) -> None:
+        seen.append(record.offset)
+        time.sleep(0.002)
+
+    due_at = time.monotonic() + 0.02
+    i, _, record, error = run(
+        _messages(200), 0, 200, 200, slow, None, ConsumerRecord, due_at, time.monotonic
+    )
+    assert time.monotonic() >= due_at and (record, error) == (None, None)
+    assert 1 <= i < 20 and seen == list(range(i))  # ~10 records of 2 ms, not all 200
+    # a deadline already past: one record, then the clock stops the run
+    assert run(_messages(5), 0, 5, 5, slow, None, ConsumerRecord, 0.0, time.monotonic)[0] == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, Message
 
 from sdk.errors import ConfigurationError, KafkaClientError
 from sdk.profiles import QueueProfile
@@ -66,3 +66,38 @@ def test_a_librdkafka_key_it_does_not_know_is_a_configuration_error() -> None:
 def test_topics_must_be_a_list_of_names() -> None:
     with pytest.raises(ConfigurationError, match="topics"):
         QueueConsumer(_profile(), "orders", telemetry=False)  # type: ignore[arg-type]
+
+
+class _Polls:
+    """A share consumer's poll() as librdkafka returns it: real messages, some with errors."""
+
+    def __init__(self, messages: list[Any]) -> None:
+        self.messages = messages
+
+    def poll(self, timeout: float) -> list[Any]:
+        return self.messages
+
+
+def test_a_poll_without_errors_is_handed_on_whole_and_counted() -> None:
+    queue = QueueConsumer(_profile(), ["t"], telemetry=False)
+    messages = [Message(topic="t", partition=0, offset=i, value=b"v") for i in range(3)]
+    assert queue._poll(_Polls(messages)) == messages
+    assert queue.stats.polled == 3 and queue.stats.redelivered == 0  # no count: first delivery
+    assert queue.stats.events == []
+
+
+def test_a_poll_with_errors_hands_on_only_the_records_and_reports_the_errors() -> None:
+    queue = QueueConsumer(_profile(), ["t"], telemetry=False)
+    ok = [Message(topic="t", partition=0, offset=i, value=b"v") for i in range(2)]
+    eof = Message(topic="t", error=KafkaError(KafkaError._PARTITION_EOF))
+    bad = Message(topic="t", error=KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION, "moved"))
+    assert queue._poll(_Polls([ok[0], eof, bad, ok[1]])) == ok
+    assert queue.stats.polled == 2
+    assert len(queue.stats.events) == 1 and "moved" in queue.stats.events[0]  # not the EOF
+
+
+def test_a_fatal_error_in_a_poll_is_raised() -> None:
+    queue = QueueConsumer(_profile(), ["t"], telemetry=False)
+    fatal = Message(topic="t", error=KafkaError(KafkaError._FENCED, "fenced", fatal=True))
+    with pytest.raises(KafkaClientError, match="fenced"):
+        queue._poll(_Polls([Message(topic="t", value=b"v"), fatal]))

@@ -1,0 +1,22 @@
+/* What the C files of sdk.core._speedups share: the record view (_speedups.c defines it) and
+ * the per-record loop (_run.c). */
+#ifndef SDK_CORE_SPEEDUPS_H
+#define SDK_CORE_SPEEDUPS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* Whether cls is a RecordCore subclass (else TypeError, and 0 returned). */
+int sdk_record_class(PyObject *cls, const char *caller);
+
+/* A record of class cls (checked by sdk_record_class) over the message msg. */
+PyObject *sdk_new_view(PyTypeObject *cls, PyObject *msg);
+
+/* handle_run(records, i, n, stop, handler, emit, cls, due_at, clock): the module function. */
+PyObject *sdk_handle_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+
+/* Keeps time.monotonic, which handle_run reads in C when it is the clock it is given (0, or -1
+ * with an exception set). */
+int sdk_run_init(void);
+
+#endif
