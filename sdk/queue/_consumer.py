@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from operator import countOf
 from typing import Any, Literal
 
 from confluent_kafka import AcknowledgeType, KafkaError, Message, ShareConsumer
@@ -247,13 +248,13 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
 
     def _poll(self, client: Any) -> list[Any]:
         messages = _seam(lambda: client.poll(self.profile.poll_timeout_ms / 1000.0), "poll")
-        # each message's error from C (map): a poll without errors is kept as it is, with no
-        # Python bytecode per record (a list comprehension cost ~35 ns a record, perf)
-        errors = list(map(_error, messages))
-        # any(), not errors.count(None): KafkaError's == raises when compared with None
-        if not any(errors) and type(messages) is list:
+        # each message's error from C (map, no list): a poll without errors is kept as it is,
+        # with no Python bytecode per record (a list comprehension cost ~35 ns a record, perf);
+        # any(), not a count of None: KafkaError's == raises when compared with None
+        if not any(map(_error, messages)) and type(messages) is list:
             out: list[Any] = messages
         else:
+            errors = [m.error() for m in messages]
             out = [m for m, err in zip(messages, errors, strict=True) if err is None]
             for m, err in zip(messages, errors, strict=True):
                 if err is None or err.code() == KafkaError._PARTITION_EOF:
@@ -266,9 +267,10 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
                 self.stats.note(str(error), logging.WARNING)
         self._polled_at = time.monotonic()  # the poll's records were acquired about now
         self.stats.polled += len(out)
-        counts = list(map(_delivery_count, out))  # C-level: no Python frame per record
-        redelivered = len(counts) - counts.count(1)
+        # C-level, no list: no Python frame per record
+        redelivered = len(out) - countOf(map(_delivery_count, out), 1)
         if redelivered:  # a first delivery may also read None or 0 (no count known)
+            counts = list(map(_delivery_count, out))
             redelivered -= counts.count(None) + counts.count(0)
         self.stats.redelivered += redelivered
         return out
