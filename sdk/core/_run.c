@@ -90,7 +90,7 @@ sdk_handle_run(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t na
 {
     PyObject *records, *handler, *emit, *clock;
     PyTypeObject *cls;
-    PyObject *record = NULL, *outputs = NULL, *error = NULL, *result;
+    PyObject *record = NULL, *outputs = NULL, *error = NULL, *result, *spare = NULL;
     Py_ssize_t i, n, stop, produced = 0;
     double due_at;
     if (nargs != 9 || !PyList_Check(args[0])) {
@@ -118,7 +118,7 @@ sdk_handle_run(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t na
             error = take_error();
             break;
         }
-        record = sdk_new_view(cls, PyList_GET_ITEM(records, i));
+        record = sdk_next_view(&spare, cls, PyList_GET_ITEM(records, i));
         if (record == NULL) {
             error = take_error();
             break;
@@ -147,6 +147,10 @@ sdk_handle_run(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t na
             produced++;
         }
         Py_CLEAR(outputs);
+        if (error == NULL && Py_REFCNT(record) == 1) {
+            spare = record; /* nobody kept it: the next record's view is made in it */
+            record = NULL;
+        }
         Py_CLEAR(record);
         if (error != NULL) {
             break;
@@ -166,6 +170,7 @@ sdk_handle_run(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t na
             break;
         }
     }
+    Py_XDECREF(spare);
     result = run_result(i, produced, record, error);
     Py_XDECREF(record);
     Py_XDECREF(error);

@@ -12,6 +12,10 @@ int sdk_record_class(PyObject *cls, const char *caller);
 /* A record of class cls (checked by sdk_record_class) over the message msg. */
 PyObject *sdk_new_view(PyTypeObject *cls, PyObject *msg);
 
+/* The same, made in the view *spare (a reference the caller gives up: *spare becomes NULL)
+ * where the caller alone holds it; otherwise *spare is released and a new view made. */
+PyObject *sdk_next_view(PyObject **spare, PyTypeObject *cls, PyObject *msg);
+
 /* handle_run(records, i, n, stop, handler, emit, cls, due_at, clock): the module function. */
 PyObject *sdk_handle_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 

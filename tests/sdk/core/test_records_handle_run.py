@@ -286,3 +286,22 @@ def test_time_monotonic_itself_stops_the_run_at_due_at(run: Run) -> None:
     assert 1 <= i < 20 and seen == list(range(i))  # ~10 records of 2 ms, not all 200
     # a deadline already past: one record, then the clock stops the run
     assert run(_messages(5), 0, 5, 5, slow, None, ConsumerRecord, 0.0, time.monotonic)[0] == 1
+
+
+def test_a_record_the_handler_keeps_is_never_changed_by_the_next_one(run: Run) -> None:
+    """The compiled loop refills a view nobody kept for the next record; a kept one is left."""
+    kept: list[ConsumerRecord] = []
+    seen: list[tuple[int, bytes]] = []
+
+    def handler(record: ConsumerRecord) -> None:
+        seen.append((record.offset, record.value))
+        if record.offset % 3 == 0:
+            kept.append(record)
+
+    msgs = _messages(10)
+    assert run(msgs, 0, 10, 10, handler, None, ConsumerRecord, 1.0, _never) == (10, 0, None, None)
+    assert seen == [(i, b"v%d" % i) for i in range(10)]
+    assert [(r.offset, r.key, r.value) for r in kept] == [
+        (i, b"k%d" % i, b"v%d" % i) for i in (0, 3, 6, 9)
+    ]
+    assert [r.raw for r in kept] == [msgs[i] for i in (0, 3, 6, 9)]
