@@ -147,14 +147,13 @@ sdk_handle_run(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t na
             produced++;
         }
         Py_CLEAR(outputs);
-        if (error == NULL && Py_REFCNT(record) == 1) {
-            spare = record; /* nobody kept it: the next record's view is made in it */
-            record = NULL;
-        }
-        Py_CLEAR(record);
         if (error != NULL) {
+            Py_CLEAR(record);
             break;
         }
+        /* the next record's view is made in it if nobody else kept it (sdk_next_view) */
+        spare = record;
+        record = NULL;
         i++;
         if (i >= stop) {
             break;

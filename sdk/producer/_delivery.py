@@ -114,8 +114,9 @@ class DeliveryLedger:
         if tel is not None and isinstance(handle, TimedHandle):
             msg = handle._state
             tel.delivered(msg.topic(), msg.partition(), time.perf_counter() - handle._t0)
-        if hot.callback is not None:
-            hot.callback(handle)
+        callback = hot.callback
+        if callback is not None:
+            callback(handle)
 
     def _failed(self, handle: DeliveryHandle, err: Any) -> KafkaClientError:
         self.failed += 1

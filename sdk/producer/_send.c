@@ -114,7 +114,7 @@ send_fast(FastSend *self, PyObject *producer, PyObject *hot, PyObject *const *ar
     /* the C HotPath (a Python one: this build's twin was not used, so func decides) */
     produce = Py_IS_TYPE(hot, &HotPathType) ? ((HotPath *)hot)->produce : NULL;
     known = produce == NULL ? NULL : ((HotPath *)hot)->known;
-    if (produce == NULL || produce == Py_None || known == NULL || !PySet_Check(known)) {
+    if (produce == NULL || produce == Py_None || known == NULL) { /* known: a set (HotPath_new) */
         Py_DECREF(hot);
         return NULL;
     }

@@ -254,10 +254,13 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         if not any(map(_error, messages)) and type(messages) is list:
             out: list[Any] = messages
         else:
-            errors = [m.error() for m in messages]
-            out = [m for m, err in zip(messages, errors, strict=True) if err is None]
-            for m, err in zip(messages, errors, strict=True):
-                if err is None or err.code() == KafkaError._PARTITION_EOF:
+            out = []
+            for m in messages:
+                err = m.error()
+                if err is None:
+                    out.append(m)
+                    continue
+                if err.code() == KafkaError._PARTITION_EOF:
                     continue
                 error = from_kafka_error(err, context=f"share-group poll of {m.topic()}")
                 if err.code() in NO_SUPPORT_CODES:
