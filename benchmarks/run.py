@@ -52,6 +52,7 @@ TARGETS: list[tuple[str, str, str, float | None]] = [
     ("producer", "SDK at_least_once send_batch", "raw confluent-kafka (alo settings)", 0.95),
     ("producer", "SDK at_least_once send_batch", "kafka-python", 10.0),
     ("producer", "SDK at_least_once", "kafka-python", 10.0),
+    ("producer", "SDK at_least_once", _producers.RAW_POSITIONAL, None),
     ("producer", "SDK at_most_once", "raw confluent-kafka (alo settings)", None),
     ("producer", "SDK exactly_once (one transaction)", "raw confluent-kafka (alo settings)", None),
     ("producer", "SDK at_least_once", "kafka-producer-perf-test (Java)", None),
@@ -104,6 +105,7 @@ def _cases(args: argparse.Namespace, bs: str, size: int) -> list[tuple[str, Call
         fresh = _producers.in_fresh_process  # each in a new interpreter (see its docstring)
         cases += [
             ("raw producer", lambda: fresh("raw", bs, n, size)),
+            ("raw producer (positional)", lambda: fresh("raw", bs, n, size, True)),
             ("SDK alo send", lambda: fresh("sdk", bs, n, size, "at_least_once")),
             ("SDK alo send_many", lambda: fresh("sdk", bs, n, size, "at_least_once", "send_many")),
             (

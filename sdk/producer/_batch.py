@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from sdk._client import positional_produce
 from sdk.errors import SdkError
 from sdk.producer._handle import new_handle
 from sdk.producer._records import DeliveryHandle, ListedHandle, ProducerRecord
@@ -82,7 +83,8 @@ class BatchSending:
                 the error tells what was queued before it.
         """
         client = self._ensure_client()
-        poll, produce = self._poll, client.produce  # _poll: translated (a fatal error raises)
+        # _poll: translated (a fatal error raises); produce: every argument positional
+        poll, produce = self._poll, positional_produce(client)
         callback = self._on_batch_delivery
         append = None if handles is None else handles.append
         known, fast = self._known_topics, self._fast
@@ -115,10 +117,8 @@ class BatchSending:
                         and topic in known
                     ):
                         try:
-                            if partition is None:
-                                produce(topic, value, key, on_delivery=callback)
-                            else:
-                                produce(topic, value, key, partition, on_delivery=callback)
+                            p = -1 if partition is None else partition  # -1: the partitioner
+                            produce(topic, value, key, p, callback)
                         except Exception:  # full queue, refusal: the general path handles it
                             self._produce(client, record, callback)
                     else:

@@ -10,10 +10,11 @@ one output ``out``,
 
 - when ``type(out) is cls`` (the :class:`~sdk.core.records.OutputRecord` class, no subclass),
   its headers and partition are None and its topic is in ``known``: ``str`` value and key are
-  UTF-8 encoded and ``produce(topic, value, key)`` is called (with
-  ``on_delivery=callback`` unless ``callback`` is None), then ``span.add()`` unless ``span`` is
-  None. An ``Exception`` from ``produce`` (a full queue, a refusal) sends the output down the
-  general path instead; anything else (``KeyboardInterrupt``) propagates;
+  UTF-8 encoded and ``produce(topic, value, key)`` is called (``produce(topic, value, key,
+  -1, callback)`` unless ``callback`` is None: ``produce`` is
+  :func:`sdk._client.positional_produce`'s, -1 the partitioner), then ``span.add()`` unless
+  ``span`` is None. An ``Exception`` from ``produce`` (a full queue, a refusal) sends the
+  output down the general path instead; anything else (``KeyboardInterrupt``) propagates;
 - any other output goes to ``enqueue(out, span)``: the general path, which waits on a full
   queue, routes with the partitioner, translates errors and counts the output on ``span``;
 - it returns None; what ``enqueue``, ``span.add`` or encoding raise propagates.
@@ -51,7 +52,7 @@ def py_emitter(
                     key = key.encode()
                 try:
                     if callback is not None:
-                        produce(topic, value, key, on_delivery=callback)
+                        produce(topic, value, key, -1, callback)
                     else:
                         produce(topic, value, key)
                 except Exception:  # full queue, refusal: the general path waits / translates

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sdk._client import translating
+from sdk._client import Produce, positional_produce, translating
 from sdk.errors import (
     KafkaClientError,
     KafkaTimeoutError,
@@ -79,6 +79,8 @@ class RecordPath:
         self._queue_full_timeout = queue_full_timeout_s
         self._transactional = transactional
         self._in_transaction = in_transaction
+        self._client: Any = None  # the client _positional was made for
+        self._positional: Produce | None = None
 
     def produce(self, client: Any, record: ProducerRecord, callback: Any) -> None:
         """Queue one record with every step the fast path skips.
@@ -114,10 +116,11 @@ class RecordPath:
                 raise
         if record.headers is None and record.timestamp_ms is None:
             try:  # the common case: no kwargs dict, no retry loop
-                if partition is None:
-                    client.produce(topic, value, key, on_delivery=callback)
-                else:
-                    client.produce(topic, value, key, partition, on_delivery=callback)
+                produce = self._positional
+                if produce is None or client is not self._client:  # positional: see there
+                    self._client = client
+                    self._positional = produce = positional_produce(client)
+                produce(topic, value, key, -1 if partition is None else partition, callback)
                 return
             except Exception:  # BufferError, KafkaException: the general path below retries
                 pass  # a full queue and translates errors

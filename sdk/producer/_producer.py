@@ -17,7 +17,7 @@ from contextlib import suppress
 from types import TracebackType
 from typing import Any, Literal
 
-from sdk._client import translating
+from sdk._client import positional_produce, translating
 from sdk._compiled import extension
 from sdk.core.lifecycle import Lifecycle
 from sdk.core.session import TransactionSession
@@ -214,7 +214,7 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
             and not self._observed
             and self._handle_type is DeliveryHandle
         )
-        self._hot.produce = self._client.produce if hot else None
+        self._hot.produce = positional_produce(self._client) if hot else None
 
     def _ensure_client(self) -> Any:
         if self._state is ProducerState.OPEN:
@@ -299,7 +299,7 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
             # handle made without __init__, its record built only if asked for
             handle = new_handle(DeliveryHandle, self, topic, value, key)
             try:
-                produce(topic, value, key, on_delivery=handle)
+                produce(topic, value, key, -1, handle)  # -1: the partitioner (positional_produce)
                 return handle
             except Exception:  # full queue, refusal: the general path retries / translates
                 return self._send_general(topic, value, key, None, None, None, handle)

@@ -131,9 +131,8 @@ send_fast(FastSend *self, PyObject *producer, PyObject *hot, PyObject *const *ar
         return NULL;
     }
     {
-        PyObject *call[5] = {NULL, topic, value, key, handle};
-        r = PyObject_Vectorcall(produce, call + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET,
-                                sdk_on_delivery_names);
+        PyObject *call[6] = {NULL, topic, value, key, sdk_unassigned, handle};
+        r = PyObject_Vectorcall(produce, call + 1, 5 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     }
     Py_DECREF(produce);
     if (r != NULL) {

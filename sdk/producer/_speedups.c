@@ -233,7 +233,7 @@ new_handle(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
  * sdk/producer/_emitter.py holds the same function in Python (py_emitter) and says what it
  * does; tests/sdk/producer/test_emitter.py runs the contract on both. Per output: an output
  * with nothing to do (of class cls, headers and partition None, topic in known) goes straight to
- * produce(topic, value, key[, on_delivery=callback]) with str encoded; any other output, and
+ * produce(topic, value, key[, -1, callback]) with str encoded; any other output, and
  * any Exception from produce, goes to enqueue(out, span) (the general path, which waits on a
  * full queue and translates errors). A fast-path output is counted with span.add(). */
 typedef struct {
@@ -248,7 +248,7 @@ typedef struct {
 } Emitter;
 
 static PyObject *s_add;
-PyObject *sdk_on_delivery_names;
+PyObject *sdk_unassigned;
 
 static int
 Emitter_traverse(Emitter *self, visitproc visit, void *arg)
@@ -325,9 +325,8 @@ emit_fast(Emitter *self, PyObject *out)
         r = PyObject_Vectorcall(self->produce, args + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     }
     else {
-        PyObject *kw[5] = {NULL, topic, value, key, self->callback};
-        r = PyObject_Vectorcall(self->produce, kw + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET,
-                                sdk_on_delivery_names);
+        PyObject *all[6] = {NULL, topic, value, key, sdk_unassigned, self->callback};
+        r = PyObject_Vectorcall(self->produce, all + 1, 5 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     }
     Py_DECREF(value);
     Py_DECREF(key);
@@ -446,9 +445,9 @@ PyInit__speedups(void)
     s_failed = PyUnicode_InternFromString("_failed");
     s_one = PyLong_FromLong(1);
     s_add = PyUnicode_InternFromString("add");
-    sdk_on_delivery_names = Py_BuildValue("(s)", "on_delivery");
+    sdk_unassigned = PyLong_FromLong(-1);
     if (!s_delivered || !s_hot || !s_callback || !s_failed || !s_one || !s_add
-        || !sdk_on_delivery_names) {
+        || !sdk_unassigned) {
         return NULL;
     }
     module = PyModule_Create(&speedups_module);

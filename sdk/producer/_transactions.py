@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Self, cast
 
-from sdk._client import translating
+from sdk._client import positional_produce, translating
 from sdk.core.lifecycle import Lifecycle
 from sdk.core.records import OutputRecord
 from sdk.core.session import TransactionSession
@@ -224,7 +224,9 @@ class TransactionMethods:
             return lambda out: enqueue(out, span)
         client = self._client if self._state is Lifecycle.OPEN else self._ensure_client()
         callback = None if self._transactional else self._on_batch_delivery
-        return emitter(OutputRecord, client.produce, self._known_topics, enqueue, span, callback)
+        return emitter(
+            OutputRecord, positional_produce(client), self._known_topics, enqueue, span, callback
+        )
 
     def _serve(self, context: str) -> None:
         """Serve delivery reports and client events (``poll(0)``) through the error seam.

@@ -80,7 +80,7 @@ def test_a_plain_output_goes_straight_to_produce_and_is_counted_on_the_span(make
 def test_a_delivery_callback_is_passed_when_one_is_given(make: Any) -> None:
     calls = _Calls()
     _emit(make, calls, callback=_callback)(OutputRecord("out", b"v"))
-    assert calls.produced == [(("out", b"v", None), {"on_delivery": _callback})]
+    assert calls.produced == [(("out", b"v", None, -1, _callback), {})]  # positional_produce
 
 
 def test_without_a_span_nothing_is_counted(make: Any) -> None:

@@ -1,0 +1,71 @@
+"""``sdk._client.positional_produce``: every argument positional, on every kind of client.
+
+The hot paths (``send()``, ``send_many``, the Processor's emitter, the general path) call
+``produce(topic, value, key, partition, on_delivery)``. These tests hold that call to what each
+client does with it: confluent-kafka's own ``produce`` must take the fifth argument as the
+delivery callback and ``-1`` as "the partitioner"; anything else gets an adapter. No broker: a
+closed port, where a record's delivery fails after ``message.timeout.ms``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from confluent_kafka import KafkaError, Producer
+
+from sdk._client import positional_produce
+from sdk.testing.fakes import FakeProducerClient
+
+
+def _closed_port_producer() -> Producer:
+    return Producer({"bootstrap.servers": "127.0.0.1:1", "message.timeout.ms": 200, "log_level": 0})
+
+
+def test_confluent_kafka_produce_is_used_as_it_is() -> None:
+    client = _closed_port_producer()
+    assert positional_produce(client) == client.produce  # the bound method, no adapter
+
+
+def test_the_fifth_argument_of_confluent_kafka_produce_is_the_delivery_callback() -> None:
+    # if a confluent-kafka release moved its parameters, the hot paths would pass the handle
+    # as something else: this is what says so
+    client = _closed_port_producer()
+    reports: list[tuple[Any, Any]] = []
+    positional_produce(client)("t", b"v", b"k", -1, lambda err, msg: reports.append((err, msg)))
+    assert client.flush(10) == 0
+    assert len(reports) == 1
+    err, msg = reports[0]
+    assert err is not None and err.code() == KafkaError._MSG_TIMED_OUT
+    assert (msg.topic(), msg.value(), msg.key()) == ("t", b"v", b"k")
+
+
+def test_minus_one_is_the_partitioner_and_an_explicit_partition_is_kept() -> None:
+    client = FakeProducerClient(partitions={"t": 3})
+    produce = positional_produce(client)
+    produce("t", b"v", None, -1, None)
+    produce("t", b"v", None, 2, None)
+    seen = [m.partition() for m in client.produced]
+    assert seen == [0, 2]  # the fake's partitioner places -1 on partition 0
+
+
+def test_a_client_of_another_kind_gets_an_adapter_passing_on_delivery_by_keyword() -> None:
+    client = FakeProducerClient()
+    reports: list[Any] = []
+    produce = positional_produce(client)
+    assert produce != client.produce
+    produce("t", b"v", b"k", -1, lambda err, msg: reports.append(msg.value()))
+    client.poll(0)
+    assert reports == [b"v"]
+
+
+def test_a_subclass_that_overrides_produce_gets_the_adapter() -> None:
+    calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+
+    class Recording(Producer):  # type: ignore[misc]
+        def produce(self, *args: Any, **kwargs: Any) -> None:
+            calls.append((args, kwargs))
+
+    client = Recording({"bootstrap.servers": "127.0.0.1:1", "log_level": 0})
+    callback = object()
+    positional_produce(client)("t", b"v", None, -1, callback)
+    assert calls == [(("t", b"v", None, -1), {"on_delivery": callback})]
