@@ -41,6 +41,7 @@ __all__ = [
     "call_kafka",
     "kafka_error",
     "positional_produce",
+    "takes_all_positional",
     "timeout_error",
     "translating",
 ]
@@ -214,7 +215,7 @@ def positional_produce(client: ProducerClient) -> Produce:
     :mod:`sdk.testing.fakes`, a subclass that overrides it) gets an adapter that passes
     ``on_delivery`` by keyword, as :class:`ProducerClient` declares it.
     """
-    if getattr(type(client), "produce", None) is Producer.produce:
+    if takes_all_positional(type(client)):
         # the Protocol declares on_delivery keyword-only; confluent-kafka's takes it fifth
         return cast(Produce, client.produce)
     by_keyword = client.produce
@@ -223,6 +224,14 @@ def positional_produce(client: ProducerClient) -> Produce:
         by_keyword(topic, value, key, partition, on_delivery=on_delivery)
 
     return adapter
+
+
+def takes_all_positional(client_type: type) -> bool:
+    """Whether clients of this type take ``produce(topic, value, key, partition, on_delivery)``.
+
+    True for ``confluent_kafka.Producer`` and subclasses that keep its ``produce``.
+    """
+    return getattr(client_type, "produce", None) is Producer.produce
 
 
 def kafka_error(exc: BaseException) -> Any:

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sdk._client import Produce, positional_produce, translating
+from sdk._client import takes_all_positional, translating
 from sdk.errors import (
     KafkaClientError,
     KafkaTimeoutError,
@@ -79,8 +79,8 @@ class RecordPath:
         self._queue_full_timeout = queue_full_timeout_s
         self._transactional = transactional
         self._in_transaction = in_transaction
-        self._client: Any = None  # the client _positional was made for
-        self._positional: Produce | None = None
+        self._client_type: type | None = None  # the type _positional was found for
+        self._positional = False
 
     def produce(self, client: Any, record: ProducerRecord, callback: Any) -> None:
         """Queue one record with every step the fast path skips.
@@ -116,11 +116,18 @@ class RecordPath:
                 raise
         if record.headers is None and record.timestamp_ms is None:
             try:  # the common case: no kwargs dict, no retry loop
-                produce = self._positional
-                if produce is None or client is not self._client:  # positional: see there
-                    self._client = client
-                    self._positional = produce = positional_produce(client)
-                produce(topic, value, key, -1 if partition is None else partition, callback)
+                if type(client) is not self._client_type:  # the client's type, not the
+                    # client: a closed producer's client must not stay alive here
+                    self._client_type = type(client)
+                    self._positional = takes_all_positional(self._client_type)
+                if self._positional:  # on_delivery fifth: see positional_produce
+                    client.produce(
+                        topic, value, key, -1 if partition is None else partition, callback
+                    )
+                elif partition is None:
+                    client.produce(topic, value, key, on_delivery=callback)
+                else:
+                    client.produce(topic, value, key, partition, on_delivery=callback)
                 return
             except Exception:  # BufferError, KafkaException: the general path below retries
                 pass  # a full queue and translates errors

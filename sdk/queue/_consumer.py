@@ -247,7 +247,12 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
                 self.stats.note(f"{exc}", logging.WARNING)
 
     def _poll(self, client: Any) -> list[Any]:
-        messages = _seam(lambda: client.poll(self.profile.poll_timeout_ms / 1000.0), "poll")
+        polled = _seam(lambda: client.poll(self.profile.poll_timeout_ms / 1000.0), "poll")
+        # confluent-kafka 2.16 returns Messages, a read-only sequence over a list, whose
+        # records() copies that list in C. What follows wants a list (handle_run indexes it in
+        # C): before, a Messages poll never passed the test below, and every poll of a real
+        # share consumer took the Python loop (measured offline: see docs/queues.md)
+        messages = polled if type(polled) is list else _as_list(polled)
         # each message's error from C (map, no list): a poll without errors is kept as it is,
         # with no Python bytecode per record (a list comprehension cost ~35 ns a record, perf);
         # any(), not a count of None: KafkaError's == raises when compared with None
@@ -391,6 +396,13 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         self.stats.note(detail, logging.WARNING)
         if self._tel is not None:
             self._tel.safeguard("ack_failed", detail)
+
+
+def _as_list(polled: Any) -> list[Any]:
+    """A poll's messages as a list: ``Messages.records()`` (a copy of its list), else ``list()``."""
+    records = getattr(polled, "records", None)
+    out = records() if callable(records) else None
+    return out if type(out) is list else list(polled)
 
 
 def _seam(call: Callable[[], Any], context: str) -> Any:

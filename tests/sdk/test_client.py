@@ -13,7 +13,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, Producer
 
-from sdk._client import positional_produce
+from sdk._client import positional_produce, takes_all_positional
 from sdk.testing.fakes import FakeProducerClient
 
 
@@ -69,3 +69,16 @@ def test_a_subclass_that_overrides_produce_gets_the_adapter() -> None:
     callback = object()
     positional_produce(client)("t", b"v", None, -1, callback)
     assert calls == [(("t", b"v", None, -1), {"on_delivery": callback})]
+
+
+def test_which_client_types_take_every_argument_positional() -> None:
+    class Keeps(Producer):  # type: ignore[misc]
+        pass
+
+    class Overrides(Producer):  # type: ignore[misc]
+        def produce(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+    assert takes_all_positional(Producer) and takes_all_positional(Keeps)
+    assert not takes_all_positional(Overrides)
+    assert not takes_all_positional(FakeProducerClient)

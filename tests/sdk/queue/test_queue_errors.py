@@ -7,6 +7,11 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Message
 
+try:  # what ShareConsumer.poll returns from confluent-kafka 2.16 on
+    from confluent_kafka import Messages
+except ImportError:  # pragma: no cover - older releases return a list
+    Messages = None
+
 from sdk.errors import ConfigurationError, KafkaClientError
 from sdk.profiles import QueueProfile
 from sdk.queue import QueueConsumer
@@ -84,6 +89,21 @@ def test_a_poll_without_errors_is_handed_on_whole_and_counted() -> None:
     assert queue._poll(_Polls(messages)) == messages
     assert queue.stats.polled == 3 and queue.stats.redelivered == 0  # no count: first delivery
     assert queue.stats.events == []
+
+
+@pytest.mark.skipif(Messages is None, reason="this confluent-kafka's poll returns a list")
+def test_a_messages_poll_is_handed_on_as_a_list_of_its_records() -> None:
+    # handle_run indexes a list in C; a Messages poll once took the per-record Python loop
+    queue = QueueConsumer(_profile(), ["t"], telemetry=False)
+    messages = [Message(topic="t", partition=0, offset=i, value=b"v") for i in range(3)]
+    polled, copies = Messages(messages), []
+    records = polled.records
+    polled.records = lambda: copies.append(1) or records()  # its public copy, taken once
+    got = queue._poll(_Polls(polled))
+    assert type(got) is list and got == messages and copies == [1]
+    bad = Message(topic="t", error=KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION, "moved"))
+    assert queue._poll(_Polls(Messages([messages[0], bad]))) == messages[:1]
+    assert queue.stats.polled == 4 and len(queue.stats.events) == 1
 
 
 def test_a_poll_with_errors_hands_on_only_the_records_and_reports_the_errors() -> None:
