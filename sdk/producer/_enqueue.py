@@ -120,14 +120,11 @@ class RecordPath:
                     # client: a closed producer's client must not stay alive here
                     self._client_type = type(client)
                     self._positional = takes_all_positional(self._client_type)
+                p = -1 if partition is None else partition  # -1: the partitioner
                 if self._positional:  # on_delivery fifth: see positional_produce
-                    client.produce(
-                        topic, value, key, -1 if partition is None else partition, callback
-                    )
-                elif partition is None:
-                    client.produce(topic, value, key, on_delivery=callback)
-                else:
-                    client.produce(topic, value, key, partition, on_delivery=callback)
+                    client.produce(topic, value, key, p, callback)
+                else:  # what positional_produce's adapter does
+                    client.produce(topic, value, key, p, on_delivery=callback)
                 return
             except Exception:  # BufferError, KafkaException: the general path below retries
                 pass  # a full queue and translates errors

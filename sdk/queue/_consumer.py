@@ -256,7 +256,7 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         # each message's error from C (map, no list): a poll without errors is kept as it is,
         # with no Python bytecode per record (a list comprehension cost ~35 ns a record, perf);
         # any(), not a count of None: KafkaError's == raises when compared with None
-        if not any(map(_error, messages)) and type(messages) is list:
+        if not any(map(_error, messages)):
             out: list[Any] = messages
         else:
             out = []
