@@ -133,6 +133,8 @@ def main() -> None:
     debug = os.environ.get("RELIABILITY_KAFKA_DEBUG")  # librdkafka debug contexts, into the log
 
     def consumer(config: dict[str, Any]) -> Any:
+        # the faults find this processor's member in the group by its client.id
+        config = {**config, "client.id": args["instance"]}
         if debug:
             config = {**config, "debug": debug}
         if args.get("trace"):

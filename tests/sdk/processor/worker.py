@@ -56,6 +56,7 @@ def run_dumping_stats(
         s = processor.stats
         data = {k: v for k, v in vars(s).items() if k != "events"}
         data["events"] = s.events[-keep_events:]
+        data["assignment"] = [list(tp) for tp in processor.assignment]  # what the faults wait on
         tmp.write_text(json.dumps(data))
         tmp.replace(stats_path)
 
