@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import ConsumerGroupTopicPartitions
 from confluent_kafka.admin import AdminClient
 
 from sdk.testing.cluster import LocalCluster
@@ -367,10 +368,21 @@ def _log_group_state(ctx: FaultContext) -> None:
         ctx.log(f"  group {group}: state {described.state}, members {members}")
     except Exception as exc:  # a diagnostic must not hide the failure it explains
         ctx.log(f"  group {group}: describe failed: {exc!r}")
+    _log_transactions(ctx)
+    _log_offsets(ctx, admin, group)
+    for name, worker in [*ctx.workers.items(), *(("retired", w) for w in ctx.retired)]:
+        if worker.proc.poll() is not None:
+            continue
+        stats = {k: v for k, v in worker.stats().items() if k != "events"}
+        ctx.log(f"  {name} stats: {stats}; last events: {worker.stats().get('events', [])[-8:]}")
+        ctx.log(f"  {name} stacks:\n{worker.stacks()}")
+
+
+def _log_transactions(ctx: FaultContext) -> None:
+    """Log the transactions as the brokers see them, hanging ones included (Java admin tool)."""
     for tool_args in (
         ("list",),
-        ("describe", "--transactional-id", f"{ctx.worker_args['txn_prefix']}a"),
-        ("describe", "--transactional-id", f"{ctx.worker_args['txn_prefix']}b"),
+        *(("describe", "--transactional-id", f"{ctx.worker_args['txn_prefix']}{n}") for n in "ab"),
         *(("find-hanging", "--broker-id", str(n)) for n in ctx.cluster.node_ids),
     ):
         try:
@@ -382,29 +394,23 @@ def _log_group_state(ctx: FaultContext) -> None:
                 timeout=60,
             )
             ctx.log(f"  transactions {' '.join(tool_args)}:\n{text}")
-        except Exception as exc:
+        except Exception as exc:  # a diagnostic must not hide the failure it explains
             ctx.log(f"  transactions {' '.join(tool_args)} failed: {exc!r}")
-    try:
-        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
-        asked = [TopicPartition(ctx.src, p) for p in range(4)]
-        for stable in (False, True):
+
+def _log_offsets(ctx: FaultContext, admin: AdminClient, group: str) -> None:
+    """Log the group's committed offsets, with and without ``require_stable`` (a pending
+    transactional offset commit shows as a difference, or as an error in the second)."""
+    for stable in (False, True):
+        try:
             futures = admin.list_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group, asked)], require_stable=stable
+                [ConsumerGroupTopicPartitions(group)], require_stable=stable
             )
-            got = futures[group].result(timeout=15)
-            ctx.log(
-                f"  offsets (require_stable={stable}): "
-                + str([(tp.partition, tp.offset, tp.error) for tp in got.topic_partitions])
-            )
-    except Exception as exc:
-        ctx.log(f"  offsets failed: {exc!r}")
-    for name, worker in [*ctx.workers.items(), *(("retired", w) for w in ctx.retired)]:
-        if worker.proc.poll() is not None:
-            continue
-        stats = {k: v for k, v in worker.stats().items() if k != "events"}
-        ctx.log(f"  {name} stats: {stats}; last events: {worker.stats().get('events', [])[-8:]}")
-        ctx.log(f"  {name} stacks:\n{worker.stacks()}")
+            got = futures[group].result(timeout=15).topic_partitions
+            listed = [(tp.topic, tp.partition, tp.offset, tp.error) for tp in got]
+            ctx.log(f"  offsets (require_stable={stable}): {listed}")
+        except Exception as exc:  # a diagnostic must not hide the failure it explains
+            ctx.log(f"  offsets (require_stable={stable}) failed: {exc!r}")
 
 
 CLUSTER_STALL_S = 25.0
