@@ -26,7 +26,9 @@ from typing import Any
 from benchmarks import _aio, _consumers, _harness, _producers, _queue, _rpw
 from benchmarks._harness import (
     Result,
+    bench_topics,
     broker,
+    drop_topics,
     fill,
     median_results,
     payloads,
@@ -399,6 +401,7 @@ def main() -> None:
         warm = not args.no_warm_up
         for size in (int(s) for s in args.sizes.split(",")):
             cases = _cases(args, bs, size)
+            shared = bench_topics(bs)  # the size's filled sources, read by several cases
             if warm:
                 _warm_up(cases, size)
                 warm = False
@@ -413,10 +416,12 @@ def main() -> None:
                     progress(f"{size} B run {run + 1}/{args.runs}: {label} ...")
                     settle()
                     result = thunk()
+                    drop_topics(bs, keep=shared)  # what the case wrote: outside its clock
                     if result is None:
                         continue
                     results.append(result)
                     progress(f"    {result.case}: {result.rate:,.0f} records/s")
+            drop_topics(bs)  # the size's sources too
         peaks = None
         if "memory" in args.only:
             peaks = _memory(bs, args.memory_records, 100, args.runs)
