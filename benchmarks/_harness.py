@@ -77,11 +77,11 @@ def topic(bootstrap: str, partitions: int = 4, prefix: str = "bench") -> str:
     return create_topic(bootstrap, f"{prefix}-{uuid.uuid4().hex[:10]}", partitions)
 
 
-def bench_topics(bootstrap: str) -> set[str]:
+def bench_topics(bootstrap: str, admin: Any = None) -> set[str]:
     """The names of every topic :func:`topic` made on this cluster (``bench-*``), in any process."""
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = admin or AdminClient({"bootstrap.servers": bootstrap})
     return {t for t in admin.list_topics(timeout=30).topics if t.startswith("bench-")}
 
 
@@ -90,14 +90,15 @@ def drop_topics(bootstrap: str, keep: Set[str] = frozenset()) -> None:
 
     Each case writes a topic of its own (1 GB per producer case at 1 KB), in this process or
     in a child. Kept until the broker stopped, a 5-repetition run filled the machine's 77 GB
-    free disk at 1 KB, and the broker, then every command on the machine, failed.
+    free disk at 1 KB, and the broker, then every command on the machine, failed. (One
+    ``delete_topics`` call for them all, not ``sdk.testing.admin.delete_topic`` per topic.)
     """
     from confluent_kafka.admin import AdminClient
 
-    names = sorted(bench_topics(bootstrap) - keep)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    names = sorted(bench_topics(bootstrap, admin) - keep)
     if not names:
         return
-    admin = AdminClient({"bootstrap.servers": bootstrap})
     for name, future in admin.delete_topics(names, operation_timeout=60).items():
         try:
             future.result(60)

@@ -129,17 +129,22 @@ class FaultContext:
     more: Callable[[], None] = lambda: None
     """Let the source produce a little more (called while a fault waits for a state)."""
 
-    def wait_file(self, path: Path, what: str) -> None:
-        """Wait for ``path`` to appear, feeding the pipeline meanwhile (500 records a second)."""
-        fed = [0.0]
+    def wait_fed(self, check: Callable[[], bool], what: str) -> None:
+        """Wait for ``check()``, feeding the pipeline meanwhile (500 records a second)."""
+        fed = time.monotonic() - 1.0
 
-        def check() -> bool:
-            if time.monotonic() - fed[0] >= 1.0:
+        def step() -> bool:
+            nonlocal fed
+            if time.monotonic() - fed >= 1.0:
                 self.more()
-                fed[0] = time.monotonic()
-            return path.exists()
+                fed = time.monotonic()
+            return check()
 
-        wait_for(check, 120, what, every=0.2)
+        wait_for(step, 120, what, every=0.2)
+
+    def wait_file(self, path: Path, what: str) -> None:
+        """Wait for ``path`` to appear, feeding the pipeline meanwhile."""
+        self.wait_fed(path.exists, what)
 
     def wait_owner(self, name: str) -> None:
         """Wait, without feeding the pipeline, until processor ``name`` owns partitions.
@@ -338,12 +343,7 @@ def fenced_zombie(ctx: FaultContext) -> None:
     before = int(new.stats().get("commits", 0))
     try:
         ctx.wait_owner("a")  # the old one's partitions move once its session expires
-        wait_for(
-            lambda: (ctx.more(), int(new.stats().get("commits", 0)) > before)[1],
-            120,
-            "the new a to commit",
-            every=1.0,
-        )
+        ctx.wait_fed(lambda: int(new.stats().get("commits", 0)) > before, "the new a to commit")
     except AssertionError:
         _log_group_state(ctx)  # CI failed here 2 times in 6 (stop 21): say where it stood
         raise
