@@ -231,6 +231,11 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
                     continue
                 taken, last = taken + len(messages), time.monotonic()
                 self._handle(client, handler, messages, batch)
+                # let go of this poll's records before the next poll allocates thousands more:
+                # kept alive through it, they were promoted to the old generations by the
+                # collections its allocations set off, and the share consumer spent ~100 ns
+                # a record more than the raw loop in the garbage collector (gen1 time doubled)
+                del messages
         return self.stats
 
     @contextmanager

@@ -120,6 +120,7 @@ class ManualAcknowledgement:
                     taken, last = taken + len(msgs), time.monotonic()
                     self._settled = {}
                     yield from self._hand_out(client, msgs)
+                    del msgs  # not kept alive through the next poll (see QueueConsumer._run)
             finally:
                 self._release_unacknowledged()
                 self._ack_client = None
