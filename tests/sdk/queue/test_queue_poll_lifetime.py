@@ -24,6 +24,7 @@ class _Polls:
     def __init__(self, polls: int, size: int = 5) -> None:
         self.left, self.size, self.offset = polls, size, 0
         self.previous: list[Any] | None = None
+        self.probe: list[Any] = []
         self.held_at_next_poll: list[int] = []
         self.acknowledged = 0
 
@@ -35,8 +36,10 @@ class _Polls:
 
     def poll(self, timeout: float) -> list[Any]:
         if self.previous is not None:
-            # getrefcount counts its argument and self.previous: anything more is the consumer's
-            self.held_at_next_poll.append(sys.getrefcount(self.previous) - 2)
+            # a list only this object holds, read the same way, is the baseline: anything
+            # more on the previous poll's list is the consumer's
+            baseline = sys.getrefcount(self.probe)
+            self.held_at_next_poll.append(sys.getrefcount(self.previous) - baseline)
             self.previous = None
         if not self.left:
             return []
