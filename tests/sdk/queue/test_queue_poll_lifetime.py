@@ -17,7 +17,7 @@ from sdk.profiles import QueueProfile
 from sdk.queue import QueueConsumer
 
 
-class _Polls:
+class _CountingShareConsumer:
     """Hands out ``polls`` polls of real messages; at each poll, notes how many references
     other than its own the previous poll's list still has (0: the consumer let go of it)."""
 
@@ -62,7 +62,7 @@ class _Polls:
         pass
 
 
-def _queue(guarantee: str, client: _Polls) -> QueueConsumer:
+def _queue(guarantee: str, client: _CountingShareConsumer) -> QueueConsumer:
     profile = QueueProfile(
         guarantee=guarantee,
         bootstrap_servers="127.0.0.1:1",
@@ -75,7 +75,7 @@ def _queue(guarantee: str, client: _Polls) -> QueueConsumer:
 @pytest.mark.parametrize("guarantee", ["at_least_once", "at_most_once"])
 @pytest.mark.parametrize("batch", [False, True], ids=["run", "run_batch"])
 def test_run_holds_no_poll_through_the_next_one(guarantee: str, batch: bool) -> None:
-    client = _Polls(polls=4)
+    client = _CountingShareConsumer(polls=4)
     with _queue(guarantee, client) as queue:
         if batch:
             queue.run_batch(lambda records: None, max_records=20)
@@ -86,7 +86,7 @@ def test_run_holds_no_poll_through_the_next_one(guarantee: str, batch: bool) -> 
 
 
 def test_records_holds_no_poll_through_the_next_one() -> None:
-    client = _Polls(polls=3)
+    client = _CountingShareConsumer(polls=3)
     with _queue("at_least_once", client) as queue:
         for record in queue.records(max_records=15):
             queue.ack(record)
