@@ -19,7 +19,7 @@ setup(
         ),
         Extension(
             "sdk.core._speedups",
-            ["sdk/core/_speedups.c", "sdk/core/_run.c"],
+            ["sdk/core/_speedups.c", "sdk/core/_run.c", "sdk/core/_output.c"],
             depends=["sdk/core/_speedups.h"],
             optional=True,  # no compiler: the pure-Python record core is used
         ),

@@ -1,5 +1,5 @@
-/* What the C files of sdk.core._speedups share: the record view (_speedups.c defines it) and
- * the per-record loop (_run.c). */
+/* What the C files of sdk.core._speedups share: the record view (_speedups.c defines it), the
+ * per-record loop (_run.c) and OutputRecord's constructor (_output.c). */
 #ifndef SDK_CORE_SPEEDUPS_H
 #define SDK_CORE_SPEEDUPS_H
 
@@ -22,5 +22,15 @@ PyObject *sdk_handle_run(PyObject *module, PyObject *const *args, Py_ssize_t nar
 /* Keeps time.monotonic, which handle_run reads in C when it is the clock it is given (0, or -1
  * with an exception set). */
 int sdk_run_init(void);
+
+/* OutputRecord's constructor (_output.c): output_new(cls, topic, value, key=None,
+ * headers=None, partition=None), direct_calls(cls), calls_directly(cls); the module functions. */
+PyObject *sdk_output_new(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                         PyObject *kwnames);
+PyObject *sdk_direct_calls(PyObject *module, PyObject *cls);
+PyObject *sdk_calls_directly(PyObject *module, PyObject *cls);
+
+/* Interns OutputRecord's field names (0, or -1 with an exception set). */
+int sdk_output_init(void);
 
 #endif

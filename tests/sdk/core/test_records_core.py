@@ -14,6 +14,8 @@ import os
 import pickle
 import random
 import shutil
+import subprocess
+import sys
 import weakref
 from typing import Any
 
@@ -125,6 +127,15 @@ def test_a_raw_view_is_left_to_reference_counting(core: Core) -> None:
     assert gc.is_tracked(raw) is (cls.__mro__[1] is PyRecordCore)
 
 
+def test_a_field_never_set_is_an_attribute_error_on_both_cores(core: Core) -> None:
+    """The compiled members are T_OBJECT_EX, as the Python core's properties read a slot."""
+    cls, _, _ = core
+    empty = cls.__new__(cls)  # what a subclass's __init__ that forgot a field leaves
+    for name in ("key", "value", "raw"):
+        with pytest.raises(AttributeError):
+            getattr(empty, name)
+
+
 def test_a_failing_message_method_propagates(core: Core) -> None:
     cls, view, last = core
 
@@ -216,6 +227,87 @@ def test_output_record_refuses_what_the_named_tuple_refuses(
         OutputRecord(*args, **kwargs)
 
 
+class _Named(OutputRecord):
+    """A subclass: never called directly (CPython does not inherit a class's vectorcall)."""
+
+    __slots__ = ()
+
+
+@pytest.mark.parametrize(("args", "kwargs"), _CALLS)
+def test_a_subclass_of_output_record_is_built_as_the_named_tuple_would_be(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    record = _Named(*args, **kwargs)
+    assert type(record) is _Named
+    assert tuple(record) == tuple(_Reference(*args, **kwargs))
+
+
+@pytest.mark.parametrize(("args", "kwargs"), _BAD)
+def test_a_subclass_of_output_record_refuses_what_the_named_tuple_refuses(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    with pytest.raises(TypeError):
+        _Named(*args, **kwargs)
+
+
+_PATCHED = """
+from sdk.core import records
+from sdk.core.records import OutputRecord
+from sdk.core import _speedups
+import pickle
+# pickling caches __slotnames__ on the class: a change, after which it is still fit
+assert pickle.loads(pickle.dumps(OutputRecord("t", b"v"))) == OutputRecord("t", b"v")
+assert _speedups.calls_directly(OutputRecord)
+seen = []
+plain_new = OutputRecord.__new__
+def new(cls, *args, **kwargs):
+    seen.append("new")
+    return plain_new(cls, *args, **kwargs)
+def init(self, *args, **kwargs):
+    seen.append("init")
+OutputRecord.__new__ = new
+OutputRecord.__init__ = init
+record = OutputRecord("t", b"v", key=b"k")
+assert tuple(record) == ("t", b"v", b"k", None, None), record
+assert seen == ["new", "init"], seen
+assert not _speedups.calls_directly(OutputRecord)
+print("honoured")
+"""
+
+
+@pytest.mark.skipif(not records.COMPILED, reason="the compiled core was not built")
+def test_output_record_is_called_directly_until_its_class_is_changed() -> None:
+    """A patched ``__new__`` or ``__init__`` (a test's, say) is honoured, not bypassed.
+
+    A harmless change (pickle caching ``__slotnames__`` on the class) keeps the direct calls.
+    In a fresh interpreter: the patch must not leave this process's class the slow way.
+    """
+    assert _speedups.calls_directly(OutputRecord)
+    assert not _speedups.calls_directly(_Named)
+    done = subprocess.run(
+        [sys.executable, "-c", _PATCHED], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "honoured"
+
+
+@pytest.mark.skipif(not records.COMPILED, reason="the compiled core was not built")
+def test_direct_calls_refuses_any_other_class() -> None:
+    class Plain(tuple):  # type: ignore[type-arg]
+        __slots__ = ()
+
+    class WithInit(OutputRecord):
+        __slots__ = ()
+
+        def __init__(self, *args: Any) -> None:
+            pass
+
+    for cls in (Plain, WithInit, _Named, OutputRecord, int):
+        with pytest.raises(TypeError):
+            _speedups.direct_calls(cls)  # OutputRecord: once is enough
+    assert _speedups.calls_directly(OutputRecord)
+
+
 def test_consumer_record_is_built_on_the_core_in_use() -> None:
     assert ConsumerRecord.__mro__[1] is records.RecordCore
     record = ConsumerRecord(b"k", b"v", _Message("t", 1, 2))
@@ -232,6 +324,7 @@ def test_the_extension_is_built_where_a_compiler_is() -> None:
     """The build marks the extension optional; this catches a build that silently failed."""
     assert records.COMPILED, "sdk.core._speedups was not built: run pip install -e . again"
     assert OutputRecord.__new__ is _speedups.output_new
+    assert _speedups.calls_directly(OutputRecord)
 
 
 _END_TO_END = """
