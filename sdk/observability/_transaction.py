@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from opentelemetry.trace import Span, SpanContext, Status, StatusCode
 
@@ -48,7 +48,9 @@ class TransactionSpan:
         self._m = instruments
         self._metrics_enabled = metrics_enabled
         self.transactional_id = transactional_id
-        self.records = 0
+        self._records = 0
+        # emitters whose own count of outputs is part of records (count_from)
+        self._counters: list[Any] = []
         self.input_records = 0
         self.outcome: Outcome | None = None
         self._started = time.monotonic()
@@ -63,9 +65,28 @@ class TransactionSpan:
         """Whether :meth:`end` ran."""
         return self.outcome is not None
 
+    @property
+    def records(self) -> int:
+        """Output records produced in the transaction (added, and counted by emitters)."""
+        counted: int = sum(counter.emitted for counter in self._counters)
+        return self._records + counted
+
+    @records.setter
+    def records(self, count: int) -> None:
+        self._records = count
+        self._counters.clear()
+
     def add(self, count: int = 1) -> None:
         """Count ``count`` output records produced in this transaction."""
-        self.records += count
+        self._records += count
+
+    def count_from(self, counter: Any) -> None:
+        """Count the outputs ``counter`` queues too: its ``emitted`` is read with :attr:`records`.
+
+        The Processor's emitter (:mod:`sdk.producer._emitter`) counts its fast-path outputs
+        itself: an :meth:`add` call per output cost as much as the rest of it.
+        """
+        self._counters.append(counter)
 
     def add_input(self, count: int = 1) -> None:
         """Count ``count`` input records whose offsets this transaction commits."""

@@ -205,9 +205,10 @@ class TransactionMethods:
         An output with nothing to do (bytes or str, no headers, no partition, librdkafka
         places it, topic seen before) goes straight to ``client.produce``; any other output,
         and any refusal or full queue, takes :meth:`_enqueue_output` (the general path, which
-        translates the error). Every path counts the output once on ``span``, as
-        :meth:`_enqueue_output` does (observed: through the session's span in
-        ``_send_observed``). No poll per output: the caller serves delivery reports with
+        translates the error). Every path counts the output once on ``span``: the general path
+        as :meth:`_enqueue_output` does (observed: through the session's span in
+        ``_send_observed``), the fast path in the emitter's own count, which ``span`` adds
+        (``count_from``). No poll per output: the caller serves delivery reports with
         :meth:`_serve` once per batch. Valid until the client is replaced (ask again after a
         recovery). The function is :func:`sdk.producer._emitter.emitter`'s: compiled where
         the extension was built (no Python frame per output), its Python twin otherwise.
@@ -224,9 +225,12 @@ class TransactionMethods:
             return lambda out: enqueue(out, span)
         client = self._client if self._state is Lifecycle.OPEN else self._ensure_client()
         callback = None if self._transactional else self._on_batch_delivery
-        return emitter(
+        emit = emitter(
             OutputRecord, positional_produce(client), self._known_topics, enqueue, span, callback
         )
+        if span is not None:
+            span.count_from(emit)  # its fast path counts in itself, not per output on the span
+        return emit
 
     def _serve(self, context: str) -> None:
         """Serve delivery reports and client events (``poll(0)``) through the error seam.

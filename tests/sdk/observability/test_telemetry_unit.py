@@ -222,6 +222,31 @@ def test_transaction_span_outcomes_and_metrics(otel: Otel) -> None:
         tel.start_transaction("x").end("maybe")  # type: ignore[arg-type]
 
 
+class _Counter:
+    """What a span counts from: the Processor's emitter (its ``emitted``)."""
+
+    def __init__(self) -> None:
+        self.emitted = 0
+
+
+def test_transaction_span_adds_what_its_emitters_counted(otel: Otel) -> None:
+    tel = otel.telemetry
+    tx = tel.start_transaction("tid")
+    first, second = _Counter(), _Counter()
+    tx.count_from(first)
+    tx.count_from(second)
+    tx.add(2)  # the general path's
+    first.emitted, second.emitted = 5, 4  # counted after they were handed over
+    assert tx.records == 11
+    tx.end("committed")
+    overridden = tel.start_transaction("tid")
+    overridden.count_from(first)
+    overridden.end("aborted", records=1)  # an explicit count replaces what was counted
+    committed, aborted = otel.spans("kafka.transaction")
+    assert dict(committed.attributes or {})["messaging.batch.message_count"] == 11
+    assert dict(aborted.attributes or {})["messaging.batch.message_count"] == 1
+
+
 def test_transaction_context_manager(otel: Otel) -> None:
     tel = otel.telemetry
     with tel.transaction_span("tid") as tx:
