@@ -139,6 +139,9 @@ sdk_record_class(PyObject *cls, const char *caller)
 static PyTypeObject *message_type;
 static PyObject *message_key;
 static PyObject *message_value;
+static PyObject *message_topic;     /* for last_positions, as key and value for views */
+static PyObject *message_partition;
+static PyObject *message_offset;
 
 static void
 find_message_methods(void)
@@ -149,11 +152,17 @@ find_message_methods(void)
     if (type != NULL && PyType_Check(type)) {
         message_key = PyObject_GetAttr(type, s_key);
         message_value = message_key == NULL ? NULL : PyObject_GetAttr(type, s_value);
+        message_topic = message_value == NULL ? NULL : PyObject_GetAttr(type, s_topic);
+        message_partition = message_topic == NULL ? NULL : PyObject_GetAttr(type, s_partition);
+        message_offset = message_partition == NULL ? NULL : PyObject_GetAttr(type, s_offset);
     }
-    if (message_value == NULL) {
+    if (message_offset == NULL) {
         Py_CLEAR(message_key);
+        Py_CLEAR(message_value);
+        Py_CLEAR(message_topic);
+        Py_CLEAR(message_partition);
         Py_CLEAR(type);
-        PyErr_Clear(); /* views still work: by name */
+        PyErr_Clear(); /* views and positions still work: by name */
     }
     message_type = (PyTypeObject *)type;
 }
@@ -279,11 +288,13 @@ last_positions(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t na
         PyObject *m = PySequence_Fast_GET_ITEM(seq, i);
         PyObject *topic, *part, *tp, *offset, *next;
         int same = 0, found;
-        part = PyObject_CallMethodNoArgs(m, s_partition);
+        /* through the methods themselves, as a view reads key and value (offline, 500
+         * records of 4 partitions: 51 ns a record by name, 32 this way) */
+        part = call_part(m, message_partition, s_partition);
         if (part == NULL) {
             goto error;
         }
-        topic = PyObject_CallMethodNoArgs(m, s_topic);
+        topic = call_part(m, message_topic, s_topic);
         if (topic == NULL) {
             Py_DECREF(part);
             goto error;
@@ -320,7 +331,7 @@ last_positions(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t na
             Py_DECREF(tp);
             goto error;
         }
-        offset = PyObject_CallMethodNoArgs(m, s_offset);
+        offset = call_part(m, message_offset, s_offset);
         if (offset == NULL) {
             Py_DECREF(tp);
             goto error;

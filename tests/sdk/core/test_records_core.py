@@ -20,6 +20,7 @@ import weakref
 from typing import Any
 
 import pytest
+from confluent_kafka import Message
 
 from sdk.core import records
 from sdk.core.records import ConsumerRecord, OutputRecord, PyRecordCore
@@ -55,6 +56,10 @@ class _Message:
 
     def delivery_count(self) -> int | None:
         return None
+
+
+def _real_message(topic: str, partition: int, offset: int) -> Any:
+    return Message(topic=topic, partition=partition, offset=offset, key=b"k", value=b"v")
 
 
 Core = tuple[type[Any], Any, Any]  # (record class on the core, view, last_positions)
@@ -152,8 +157,11 @@ def test_a_failing_message_method_propagates(core: Core) -> None:
         last([Broken("t", 0, 0)], {})
 
 
-def test_last_positions_keeps_each_partitions_last_offset_plus_one(core: Core) -> None:
+@pytest.mark.parametrize("kind", ["stand-in", "confluent_kafka.Message"])
+def test_last_positions_keeps_each_partitions_last_offset_plus_one(core: Core, kind: str) -> None:
+    """A real ``Message`` is read through its methods themselves (compiled), others by name."""
     _, _, last = core
+    make: Any = _Message if kind == "stand-in" else _real_message
     rng = random.Random(7)
     for _ in range(200):
         next_offset: dict[tuple[str, int], int] = collections.defaultdict(int)
@@ -161,7 +169,7 @@ def test_last_positions_keeps_each_partitions_last_offset_plus_one(core: Core) -
         for _ in range(rng.randrange(0, 40)):
             tp = (rng.choice(["a", "b", "bb"]), rng.randrange(3))
             next_offset[tp] += rng.randrange(1, 4)  # gaps, as compaction and markers leave
-            msgs.append(_Message(tp[0], tp[1], next_offset[tp]))
+            msgs.append(make(tp[0], tp[1], next_offset[tp]))
         expected = {("z", 9): 5}
         for m in msgs:
             expected[(m.topic(), m.partition())] = m.offset() + 1
