@@ -79,7 +79,7 @@ build_output(PyTypeObject *cls, PyObject *const *args, Py_ssize_t nargs, PyObjec
 /* output_new(cls, topic, value, key=None, headers=None, partition=None): OutputRecord.__new__ */
 PyObject *
 sdk_output_new(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs,
-           PyObject *kwnames)
+               PyObject *kwnames)
 {
     if (nargs < 1 || !PyType_Check(args[0])) {
         PyErr_SetString(PyExc_TypeError, "OutputRecord.__new__(cls, ...)");

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Literal, Protocol, get_args
 
 from opentelemetry.trace import Span, SpanContext, Status, StatusCode
 
@@ -14,13 +14,22 @@ from sdk.observability import _conventions as c
 if TYPE_CHECKING:
     from sdk.observability._metrics import Instruments
 
-__all__ = ["Outcome", "TransactionSpan"]
+__all__ = ["Counter", "Outcome", "TransactionSpan"]
 
 Outcome = Literal["committed", "aborted", "unknown"]
 """``unknown``: the commit/abort timed out (ambiguous) or the span ended without an outcome."""
 
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
 _log = logging.getLogger("sdk.observability")
+
+
+class Counter(Protocol):
+    """What counts outputs for a span: the Processor's emitter (:mod:`sdk.producer._emitter`)."""
+
+    @property
+    def emitted(self) -> int:
+        """Outputs counted so far."""
+        ...
 
 
 class TransactionSpan:
@@ -50,7 +59,7 @@ class TransactionSpan:
         self.transactional_id = transactional_id
         self._records = 0
         # emitters whose own count of outputs is part of records (count_from)
-        self._counters: list[Any] = []
+        self._counters: list[Counter] = []
         self.input_records = 0
         self.outcome: Outcome | None = None
         self._started = time.monotonic()
@@ -80,7 +89,7 @@ class TransactionSpan:
         """Count ``count`` output records produced in this transaction."""
         self._records += count
 
-    def count_from(self, counter: Any) -> None:
+    def count_from(self, counter: Counter) -> None:
         """Count the outputs ``counter`` queues too: its ``emitted`` is read with :attr:`records`.
 
         The Processor's emitter (:mod:`sdk.producer._emitter`) counts its fast-path outputs
@@ -131,8 +140,9 @@ class TransactionSpan:
         if self.outcome is not None:
             return
         self.outcome = outcome
-        if records is not None:
-            self.records = records
+        # the emitters' counts folded in, and the emitters let go of: they hold this span (for
+        # their general path), so keeping them would leave a cycle for the collector
+        self.records = self.records if records is None else records
         if input_records is not None:
             self.input_records = input_records
         elapsed = time.monotonic() - self._started

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import logging
+import weakref
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from opentelemetry.trace import SpanKind, StatusCode
@@ -223,10 +226,11 @@ def test_transaction_span_outcomes_and_metrics(otel: Otel) -> None:
 
 
 class _Counter:
-    """What a span counts from: the Processor's emitter (its ``emitted``)."""
+    """What a span counts from: the Processor's emitter (its ``emitted``; it holds the span)."""
 
-    def __init__(self) -> None:
+    def __init__(self, span: Any = None) -> None:
         self.emitted = 0
+        self.span = span
 
 
 def test_transaction_span_adds_what_its_emitters_counted(otel: Otel) -> None:
@@ -239,12 +243,28 @@ def test_transaction_span_adds_what_its_emitters_counted(otel: Otel) -> None:
     first.emitted, second.emitted = 5, 4  # counted after they were handed over
     assert tx.records == 11
     tx.end("committed")
+    first.emitted = 100  # counted at the end: later counts are not the transaction's
+    assert tx.records == 11
     overridden = tel.start_transaction("tid")
     overridden.count_from(first)
     overridden.end("aborted", records=1)  # an explicit count replaces what was counted
     committed, aborted = otel.spans("kafka.transaction")
     assert dict(committed.attributes or {})["messaging.batch.message_count"] == 11
     assert dict(aborted.attributes or {})["messaging.batch.message_count"] == 1
+
+
+def test_an_ended_transaction_span_lets_go_of_its_emitters(otel: Otel) -> None:
+    """An emitter holds its span: kept after the end, the two would wait for the collector."""
+    tx = otel.telemetry.start_transaction("tid")
+    tx.count_from(_Counter(span=tx))
+    tx.end("committed")
+    gone = weakref.ref(tx)
+    gc.disable()  # freed by reference counting alone, not by a collection
+    try:
+        del tx
+        assert gone() is None
+    finally:
+        gc.enable()
 
 
 def test_transaction_context_manager(otel: Otel) -> None:
