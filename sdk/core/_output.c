@@ -139,7 +139,7 @@ output_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyOb
         /* The class was changed since. Mostly harmless: pickle caches __slotnames__ on it the
          * first time it pickles a record. Still fit: go on with the new tag. Otherwise (a
          * patched __new__ or __init__): from now on called the usual way, which honours it. */
-        int still = cls == direct_class ? fit(cls) : 0;
+        int still = fit(cls); /* only direct_class has this vectorcall: never inherited */
         if (still < 0) {
             return NULL;
         }
