@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -168,6 +169,11 @@ def median_results(results: list[Result]) -> list[Result]:
     out = []
     for (group, case, size), rs in keyed.items():
         rate = statistics.median(r.rate for r in rs)
+        cpu = {
+            key: statistics.median(values)
+            for key in CPU_KEYS
+            if (values := [r.extra[key] for r in rs if key in r.extra])
+        }
         p50 = [r.p50_ms for r in rs if r.p50_ms is not None]
         p99 = [r.p99_ms for r in rs if r.p99_ms is not None]
         out.append(
@@ -179,10 +185,57 @@ def median_results(results: list[Result]) -> list[Result]:
                 seconds=1000.0,
                 p50_ms=statistics.median(p50) if p50 else None,
                 p99_ms=statistics.median(p99) if p99 else None,
-                extra={"runs": len(rs), "rates": [round(r.rate) for r in rs]},
+                extra={"runs": len(rs), "rates": [round(r.rate) for r in rs], **cpu},
             )
         )
     return out
+
+
+@dataclass(frozen=True)
+class CpuMark:
+    """CPU seconds spent so far: by this process and its reaped children, and by the machine."""
+
+    client: float
+    machine: float | None
+
+
+def cpu_mark() -> CpuMark:
+    """Read both CPU clocks now (``machine`` is None off Linux).
+
+    ``client``: user + system time of this process (every thread: librdkafka's too) and of its
+    children that have ended (a case run in a subprocess: Quix Streams, Kafka's perf tools,
+    queue workers). ``machine``: every core's busy time from /proc/stat (user, nice, system,
+    irq, softirq): the client, the broker and anything else running. Steal and idle are not
+    busy: a hypervisor taking the cores is not work of the case.
+    """
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    client = own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+    try:
+        with open("/proc/stat") as stat:
+            fields = stat.readline().split()
+    except OSError:
+        return CpuMark(client, None)
+    user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in fields[1:8])
+    return CpuMark(client, (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK"))
+
+
+def cpu_per_record(before: CpuMark, after: CpuMark, records: int) -> dict[str, float]:
+    """µs of client and machine CPU per record between two marks (``extra`` keys of a Result).
+
+    The marks are taken around a whole case, so its set-up and tear-down outside the case's
+    clock (client start, group join, close) count too: the same kind of work for ours and the
+    peer, a few tens of ms against seconds of records.
+    """
+    if records <= 0:
+        return {}
+    out = {"client_cpu_us": (after.client - before.client) / records * 1e6}
+    if before.machine is not None and after.machine is not None:
+        out["machine_cpu_us"] = (after.machine - before.machine) / records * 1e6
+    return out
+
+
+CPU_KEYS = ("client_cpu_us", "machine_cpu_us")
 
 
 def dirty_mb() -> float | None:

@@ -25,9 +25,12 @@ from typing import Any
 
 from benchmarks import _aio, _consumers, _harness, _producers, _queue, _rpw
 from benchmarks._harness import (
+    CPU_KEYS,
     Result,
     bench_topics,
     broker,
+    cpu_mark,
+    cpu_per_record,
     drop_topics,
     fill,
     median_results,
@@ -287,25 +290,38 @@ def _markdown(rows: list[Result], ratios: list[Any], args: argparse.Namespace) -
         f"{args.rpw_records:,} per read-process-write case, "
         f"{args.records * QUEUE_PASSES:,} per queue case.",
         "",
-        "| group | case | record size | records/s (median) | runs | p50 ms | p99 ms |",
-        "| --- | --- | ---: | ---: | --- | ---: | ---: |",
+        "",
+        "CPU columns: µs per record, medians of the repetitions, each taken around the whole case"
+        " (its set-up and close included). *client*: the benchmark process and the subprocesses"
+        " a case ran (every thread, librdkafka's too); *machine*: every core's busy time, the"
+        " broker's included. A ratio's *client CPU* is ours over the peer's: above 1, the SDK"
+        " spent more CPU per record.",
+        "",
+        "| group | case | record size | records/s (median) | runs | p50 ms | p99 ms"
+        " | client CPU µs/rec | machine CPU µs/rec |",
+        "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
     ]
     for r in sorted(rows, key=lambda r: (r.group, r.size, -r.rate)):
         p50 = f"{r.p50_ms:.1f}" if r.p50_ms is not None else ""
         p99 = f"{r.p99_ms:.1f}" if r.p99_ms is not None else ""
         runs = ", ".join(f"{x:,}" for x in r.extra.get("rates", []))
+        cpu = " | ".join(f"{r.extra[k]:.2f}" if k in r.extra else "" for k in CPU_KEYS)
         lines.append(
-            f"| {r.group} | {r.case} | {r.size} B | {r.rate:,.0f} | {runs} | {p50} | {p99} |"
+            f"| {r.group} | {r.case} | {r.size} B | {r.rate:,.0f} | {runs} | {p50} | {p99}"
+            f" | {cpu} |"
         )
+    client = {(r.group, r.case, r.size): r.extra.get("client_cpu_us") for r in rows}
     lines += [
         "",
-        "| ours | peer | size | ratio | target | met |",
-        "| --- | --- | ---: | ---: | ---: | --- |",
+        "| ours | peer | size | ratio | target | met | client CPU, ours / peer |",
+        "| --- | --- | ---: | ---: | ---: | --- | ---: |",
     ]
-    for _group, ours, peer, size, ratio, target in ratios:
+    for group, ours, peer, size, ratio, target in ratios:
         met = "" if target is None else ("yes" if ratio >= target else "**no**")
         tgt = "" if target is None else f"≥ {target:g}x"
-        lines.append(f"| {ours} | {peer} | {size} B | {ratio:.2f}x | {tgt} | {met} |")
+        a, b = client.get((group, ours, size)), client.get((group, peer, size))
+        cpu_ratio = f"{a / b:.2f}x" if a and b else ""
+        lines.append(f"| {ours} | {peer} | {size} B | {ratio:.2f}x | {tgt} | {met} | {cpu_ratio} |")
     lines += ["", "![records/s per case](performance.png)"]
     return "\n".join(lines)
 
@@ -415,12 +431,20 @@ def main() -> None:
                 for label, thunk in order[::-1] if run % 2 else order:
                     progress(f"{size} B run {run + 1}/{args.runs}: {label} ...")
                     settle()
+                    before = cpu_mark()
                     result = thunk()
+                    after = cpu_mark()
                     drop_topics(bs, keep=shared)  # what the case wrote: outside its clock
                     if result is None:
                         continue
+                    result.extra.update(cpu_per_record(before, after, result.records))
                     results.append(result)
-                    progress(f"    {result.case}: {result.rate:,.0f} records/s")
+                    cpu = ", ".join(
+                        f"{key.split('_')[0]} CPU {result.extra[key]:.2f} µs/record"
+                        for key in CPU_KEYS
+                        if key in result.extra
+                    )
+                    progress(f"    {result.case}: {result.rate:,.0f} records/s; {cpu}")
             drop_topics(bs)  # the size's sources too
         peaks = None
         if "memory" in args.only:
