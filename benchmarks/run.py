@@ -1,11 +1,11 @@
 """One command for the peer benchmarks: ``.venv/bin/python -m benchmarks.run``.
 
-Measures, in one run on one local broker, records/s (and producer delivery latency) of the SDK
-against its peers, with medians over ``--runs`` repetitions whose case order rotates and runs
-backwards every other time (after one discarded warm-up pass of the raw peers on the fresh
-broker; the page cache written back before each case), then prints the ratios against
-the issue's targets and writes ``docs/performance.md`` (the table between the GENERATED
-markers) and ``docs/performance.png``.
+Measures, in one run on one local broker, records/s (and producer delivery latency, and the
+client's and the machine's CPU per record) of the SDK against its peers, with medians over
+``--runs`` repetitions whose case order rotates and runs backwards every other time (after one
+discarded warm-up pass of the raw peers on the fresh broker; the page cache written back before
+each case), then prints the ratios against the issue's targets and writes
+``docs/performance.md`` (the table between the GENERATED markers) and ``docs/performance.png``.
 
 Examples::
 
@@ -289,7 +289,6 @@ def _markdown(rows: list[Result], ratios: list[Any], args: argparse.Namespace) -
         f"({min(args.records, args.slow_peer_records):,} for kafka-python and aiokafka), "
         f"{args.rpw_records:,} per read-process-write case, "
         f"{args.records * QUEUE_PASSES:,} per queue case.",
-        "",
         "",
         "CPU columns: µs per record, medians of the repetitions, each taken around the whole case"
         " (its set-up and close included). *client*: the benchmark process and the subprocesses"
