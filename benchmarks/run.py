@@ -291,10 +291,12 @@ def _markdown(rows: list[Result], ratios: list[Any], args: argparse.Namespace) -
         f"{args.records * QUEUE_PASSES:,} per queue case.",
         "",
         "CPU columns: µs per record, medians of the repetitions, each taken around the whole case"
-        " (its set-up and close included). *client*: the benchmark process and the subprocesses"
-        " a case ran (every thread, librdkafka's too); *machine*: every core's busy time, the"
-        " broker's included. A ratio's *client CPU* is ours over the peer's: above 1, the SDK"
-        " spent more CPU per record.",
+        " (its set-up and close included; a producer case runs in a fresh interpreter, so its"
+        " start, imports and the building of its records count too, the same for every"
+        " producer). *client*: the benchmark process and the subprocesses a case ran (every"
+        " thread, librdkafka's too); *machine*: every core's busy time, the broker's included."
+        " A ratio's *client CPU* is ours over the peer's: above 1, the SDK spent more CPU per"
+        " record.",
         "",
         "| group | case | record size | records/s (median) | runs | p50 ms | p99 ms"
         " | client CPU µs/rec | machine CPU µs/rec |",
