@@ -268,14 +268,19 @@ def _memory_markdown(peaks: dict[str, list[float]], n: int, size: int) -> list[s
     ]
 
 
-def _ratios(rows: list[Result]) -> list[tuple[str, str, str, int, float, float | None]]:
-    by = {(r.group, r.case, r.size): r.rate for r in rows}
+def _ratios(
+    rows: list[Result],
+) -> list[tuple[str, str, str, int, float, float | None, float | None]]:
+    """Per target and size: (group, ours, peer, size, ratio, target, client CPU ours / peer)."""
+    by = {(r.group, r.case, r.size): r for r in rows}
     out = []
     for group, ours, peer, target in TARGETS:
         for size in sorted({r.size for r in rows}):
             a, b = by.get((group, ours, size)), by.get((group, peer, size))
-            if a and b:
-                out.append((group, ours, peer, size, a / b, target))
+            if a and b and a.rate and b.rate:
+                cpu_a, cpu_b = a.extra.get("client_cpu_us"), b.extra.get("client_cpu_us")
+                cpu = cpu_a / cpu_b if cpu_a and cpu_b else None
+                out.append((group, ours, peer, size, a.rate / b.rate, target, cpu))
     return out
 
 
@@ -311,17 +316,15 @@ def _markdown(rows: list[Result], ratios: list[Any], args: argparse.Namespace) -
             f"| {r.group} | {r.case} | {r.size} B | {r.rate:,.0f} | {runs} | {p50} | {p99}"
             f" | {cpu} |"
         )
-    client = {(r.group, r.case, r.size): r.extra.get("client_cpu_us") for r in rows}
     lines += [
         "",
         "| ours | peer | size | ratio | target | met | client CPU, ours / peer |",
         "| --- | --- | ---: | ---: | ---: | --- | ---: |",
     ]
-    for group, ours, peer, size, ratio, target in ratios:
+    for _group, ours, peer, size, ratio, target, cpu in ratios:
         met = "" if target is None else ("yes" if ratio >= target else "**no**")
         tgt = "" if target is None else f"≥ {target:g}x"
-        a, b = client.get((group, ours, size)), client.get((group, peer, size))
-        cpu_ratio = f"{a / b:.2f}x" if a and b else ""
+        cpu_ratio = "" if cpu is None else f"{cpu:.2f}x"
         lines.append(f"| {ours} | {peer} | {size} B | {ratio:.2f}x | {tgt} | {met} | {cpu_ratio} |")
     lines += ["", "![records/s per case](performance.png)"]
     return "\n".join(lines)
