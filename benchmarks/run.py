@@ -2,10 +2,11 @@
 
 Measures, in one run on one local broker, records/s (and producer delivery latency, and the
 client's and the machine's CPU per record) of the SDK against its peers, with medians over
-``--runs`` repetitions whose case order rotates and runs backwards every other time (after one
-discarded warm-up pass of the raw peers on the fresh broker; the page cache written back before
-each case), then prints the ratios against the issue's targets and writes
-``docs/performance.md`` (the table between the GENERATED markers) and ``docs/performance.png``.
+``--runs`` repetitions whose case order rotates and runs backwards every other time, each
+target's cases back to back (after one discarded warm-up pass of the raw peers on the fresh
+broker; the page cache written back before each case), then prints the ratios against the
+issue's targets and writes ``docs/performance.md`` (the table between the GENERATED markers)
+and ``docs/performance.png``.
 
 Examples::
 
@@ -269,10 +270,23 @@ def _memory_markdown(peaks: dict[str, list[float]], n: int, size: int) -> list[s
 
 
 def _ratios(
-    rows: list[Result],
-) -> list[tuple[str, str, str, int, float, float | None, float | None]]:
-    """Per target and size: (group, ours, peer, size, ratio, target, client CPU ours / peer)."""
+    rows: list[Result], results: list[Result]
+) -> list[tuple[str, str, str, int, float, float | None, float | None, list[float]]]:
+    """Per target and size: (group, ours, peer, size, ratio, target, CPU ratio, ratios).
+
+    The CPU ratio is the client's CPU per record, ours over the peer's; ratios are the
+    repetitions' own. ``rows``: the medians (:func:`median_results`); ``results``: every
+    repetition's measurements, which give each repetition's ratio of the two (back to back
+    where :data:`BACK_TO_BACK` puts them together).
+    """
     by = {(r.group, r.case, r.size): r for r in rows}
+    per_run: dict[tuple[int, int], list[Result]] = {}
+    for r in results:
+        per_run.setdefault((r.size, r.extra.get("repetition", -1)), []).append(r)
+    each: dict[tuple[str, str, int], list[float]] = {}
+    for (size, _run), done in sorted(per_run.items()):
+        for ours, peer, ratio in _pair_ratios(done):
+            each.setdefault((ours, peer, size), []).append(ratio)
     out = []
     for group, ours, peer, target in TARGETS:
         for size in sorted({r.size for r in rows}):
@@ -280,7 +294,8 @@ def _ratios(
             if a and b and a.rate and b.rate:
                 cpu_a, cpu_b = a.extra.get("client_cpu_us"), b.extra.get("client_cpu_us")
                 cpu = cpu_a / cpu_b if cpu_a and cpu_b else None
-                out.append((group, ours, peer, size, a.rate / b.rate, target, cpu))
+                reps = each.get((ours, peer, size), [])
+                out.append((group, ours, peer, size, a.rate / b.rate, target, cpu, reps))
     return out
 
 
@@ -318,14 +333,22 @@ def _markdown(rows: list[Result], ratios: list[Any], args: argparse.Namespace) -
         )
     lines += [
         "",
-        "| ours | peer | size | ratio | target | met | client CPU, ours / peer |",
-        "| --- | --- | ---: | ---: | ---: | --- | ---: |",
+        "A ratio is ours over the peer of the median rates (the target's measure). *Per"
+        " repetition*: the two cases' ratio in each repetition, in the order they ran; the"
+        " cases of a target run back to back (ours first every other repetition), the others"
+        " wherever the rotation put them.",
+        "",
+        "| ours | peer | size | ratio | target | met | client CPU, ours / peer | per repetition |",
+        "| --- | --- | ---: | ---: | ---: | --- | ---: | --- |",
     ]
-    for _group, ours, peer, size, ratio, target, cpu in ratios:
+    for _group, ours, peer, size, ratio, target, cpu, reps in ratios:
         met = "" if target is None else ("yes" if ratio >= target else "**no**")
         tgt = "" if target is None else f"≥ {target:g}x"
         cpu_ratio = "" if cpu is None else f"{cpu:.2f}x"
-        lines.append(f"| {ours} | {peer} | {size} B | {ratio:.2f}x | {tgt} | {met} | {cpu_ratio} |")
+        each = ", ".join(f"{x:.2f}" for x in reps)
+        lines.append(
+            f"| {ours} | {peer} | {size} B | {ratio:.2f}x | {tgt} | {met} | {cpu_ratio} | {each} |"
+        )
     lines += ["", "![records/s per case](performance.png)"]
     return "\n".join(lines)
 
@@ -350,6 +373,47 @@ def _plot(rows: list[Result], path: Path) -> None:
     plt.close(fig)
 
 
+BACK_TO_BACK: tuple[tuple[str, ...], ...] = (
+    ("raw producer", "SDK alo send"),
+    ("raw handler loop", "SDK alo run", "raw consumer"),
+    ("Processor eos", "Processor alo", "hand-written eos (handler)"),
+    ("SDK AsyncProducer", "raw AIOProducer"),
+    ("queue raw x1", "queue sdk x1"),
+    ("queue raw x4", "queue sdk x4"),
+)
+"""Case labels that run back to back in every repetition: each target's SDK case and its peers.
+
+Measured (1 KB, ``send()`` against the raw producer, full run B): rotated one case at a time,
+the two ran up to five minutes apart, and the same code's client CPU per record moved by up to
+2x with the machine over minutes. Run next to each other, ours first every other repetition (a
+block runs backwards with the rest), a ratio compares two cases on the same machine state.
+"""
+
+
+def _blocks(
+    cases: list[tuple[str, Callable[[], Any]]],
+) -> list[list[tuple[str, Callable[[], Any]]]]:
+    """Group ``cases`` into the blocks a repetition rotates: :data:`BACK_TO_BACK` or one case.
+
+    A block takes the place of its first case; its cases keep the order of BACK_TO_BACK.
+    """
+    where = {label: i for i, block in enumerate(BACK_TO_BACK) for label in block}
+    blocks: list[list[tuple[str, Callable[[], Any]]]] = []
+    placed: dict[int, list[tuple[str, Callable[[], Any]]]] = {}
+    for case in cases:
+        index = where.get(case[0])
+        if index is None:
+            blocks.append([case])
+        elif index in placed:
+            placed[index].append(case)
+        else:
+            placed[index] = [case]
+            blocks.append(placed[index])
+    for index, block in placed.items():
+        block.sort(key=lambda case: BACK_TO_BACK[index].index(case[0]))
+    return blocks
+
+
 WARM_UP = ("raw ", "hand-written eos", "queue raw x1")
 """Label prefixes of the cases run once, discarded, before the first measured run."""
 
@@ -367,6 +431,39 @@ def _warm_up(cases: list[tuple[str, Callable[[], Any]]], size: int) -> None:
             progress(f"{size} B warm-up (discarded): {label} ...")
             settle()
             thunk()
+
+
+def _measure(thunk: Callable[[], Any], bs: str, shared: set[str]) -> Result | None:
+    """Run one case from a clean page cache, with its CPU per record; drop what it wrote."""
+    settle()
+    before = cpu_mark()
+    result: Result | None = thunk()
+    after = cpu_mark()
+    drop_topics(bs, keep=shared)  # what the case wrote: outside its clock
+    if result is None:
+        return None
+    result.extra.update(cpu_per_record(before, after, result.records))
+    cpu = ", ".join(
+        f"{key.split('_')[0]} CPU {result.extra[key]:.2f} µs/record"
+        for key in CPU_KEYS
+        if key in result.extra
+    )
+    progress(f"    {result.case}: {result.rate:,.0f} records/s; {cpu}")
+    return result
+
+
+def _pair_ratios(results: list[Result]) -> list[tuple[str, str, float]]:
+    """(ours, peer, ours' rate / the peer's) for every target whose two cases are in ``results``.
+
+    ``results``: measurements of one size and one repetition.
+    """
+    by = {(r.group, r.case): r for r in results}
+    out = []
+    for group, ours, peer, _target in TARGETS:
+        a, b = by.get((group, ours)), by.get((group, peer))
+        if a and b and a.rate and b.rate:
+            out.append((ours, peer, a.rate / b.rate))
+    return out
 
 
 def _write_docs(markdown: str) -> None:
@@ -425,36 +522,31 @@ def main() -> None:
             if warm:
                 _warm_up(cases, size)
                 warm = False
+            blocks = _blocks(cases)
             for run in range(args.runs if cases else 0):  # --only memory: no timed cases
-                # rotated, and backwards every other repetition: a case and its peer swap
-                # places, so neither always runs right after the other (the producer cases
-                # at 1 KB: in one process, alternating, the first repetitions ran at ~440k
-                # records/s and the later ones at ~250k, whichever case they were)
-                shift = run % len(cases)
-                order = cases[shift:] + cases[:shift]
-                for label, thunk in order[::-1] if run % 2 else order:
-                    progress(f"{size} B run {run + 1}/{args.runs}: {label} ...")
-                    settle()
-                    before = cpu_mark()
-                    result = thunk()
-                    after = cpu_mark()
-                    drop_topics(bs, keep=shared)  # what the case wrote: outside its clock
-                    if result is None:
-                        continue
-                    result.extra.update(cpu_per_record(before, after, result.records))
-                    results.append(result)
-                    cpu = ", ".join(
-                        f"{key.split('_')[0]} CPU {result.extra[key]:.2f} µs/record"
-                        for key in CPU_KEYS
-                        if key in result.extra
-                    )
-                    progress(f"    {result.case}: {result.rate:,.0f} records/s; {cpu}")
+                # rotated, and backwards every other repetition: a block and the others swap
+                # places, and so do the cases in it (the producer cases at 1 KB: in one
+                # process, alternating, the first repetitions ran at ~440k records/s and the
+                # later ones at ~250k, whichever case they were)
+                shift = run % len(blocks)
+                order = blocks[shift:] + blocks[:shift]
+                for block in order[::-1] if run % 2 else order:
+                    done = []
+                    for label, thunk in block[::-1] if run % 2 else block:
+                        progress(f"{size} B run {run + 1}/{args.runs}: {label} ...")
+                        result = _measure(thunk, bs, shared)
+                        if result is not None:
+                            result.extra["repetition"] = run
+                            results.append(result)
+                            done.append(result)
+                    for ours, peer, ratio in _pair_ratios(done):
+                        progress(f"    back to back: {ours} / {peer}: {ratio:.2f}x")
             drop_topics(bs)  # the size's sources too
         peaks = None
         if "memory" in args.only:
             peaks = _memory(bs, args.memory_records, 100, args.runs)
     rows = median_results(results)
-    ratios = _ratios(rows)
+    ratios = _ratios(rows, results)
     markdown = _markdown(rows, ratios, args)
     if peaks is not None:
         markdown += "\n" + "\n".join(_memory_markdown(peaks, args.memory_records, 100))
