@@ -279,23 +279,35 @@ def _ratios(
     repetition's measurements, which give each repetition's ratio of the two (back to back
     where :data:`BACK_TO_BACK` puts them together).
     """
-    by = {(r.group, r.case, r.size): r for r in rows}
     per_run: dict[tuple[int, int], list[Result]] = {}
     for r in results:
         per_run.setdefault((r.size, r.extra.get("repetition", -1)), []).append(r)
-    each: dict[tuple[str, str, int], list[float]] = {}
+    each: dict[tuple[int, int], list[float]] = {}  # (size, index in TARGETS): ratios
     for (size, _run), done in sorted(per_run.items()):
-        for ours, peer, ratio in _pair_ratios(done):
-            each.setdefault((ours, peer, size), []).append(ratio)
+        for index, a, b in _pairs(done):
+            each.setdefault((size, index), []).append(a.rate / b.rate)
     out = []
-    for group, ours, peer, target in TARGETS:
-        for size in sorted({r.size for r in rows}):
-            a, b = by.get((group, ours, size)), by.get((group, peer, size))
-            if a and b and a.rate and b.rate:
-                cpu_a, cpu_b = a.extra.get("client_cpu_us"), b.extra.get("client_cpu_us")
-                cpu = cpu_a / cpu_b if cpu_a and cpu_b else None
-                reps = each.get((ours, peer, size), [])
-                out.append((group, ours, peer, size, a.rate / b.rate, target, cpu, reps))
+    for size in sorted({r.size for r in rows}):
+        for index, a, b in _pairs([r for r in rows if r.size == size]):
+            group, ours, peer, target = TARGETS[index]
+            cpu_a, cpu_b = a.extra.get("client_cpu_us"), b.extra.get("client_cpu_us")
+            cpu = cpu_a / cpu_b if cpu_a and cpu_b else None
+            reps = each.get((size, index), [])
+            out.append((index, (group, ours, peer, size, a.rate / b.rate, target, cpu, reps)))
+    return [row for _index, row in sorted(out, key=lambda item: (item[0], item[1][3]))]
+
+
+def _pairs(results: list[Result]) -> list[tuple[int, Result, Result]]:
+    """(index in :data:`TARGETS`, ours, the peer) for every target with both in ``results``.
+
+    ``results``: measurements of one size (one repetition's, or the medians).
+    """
+    by = {(r.group, r.case): r for r in results}
+    out = []
+    for index, (group, ours, peer, _target) in enumerate(TARGETS):
+        a, b = by.get((group, ours)), by.get((group, peer))
+        if a and b and a.rate and b.rate:
+            out.append((index, a, b))
     return out
 
 
@@ -452,20 +464,6 @@ def _measure(thunk: Callable[[], Any], bs: str, shared: set[str]) -> Result | No
     return result
 
 
-def _pair_ratios(results: list[Result]) -> list[tuple[str, str, float]]:
-    """(ours, peer, ours' rate / the peer's) for every target whose two cases are in ``results``.
-
-    ``results``: measurements of one size and one repetition.
-    """
-    by = {(r.group, r.case): r for r in results}
-    out = []
-    for group, ours, peer, _target in TARGETS:
-        a, b = by.get((group, ours)), by.get((group, peer))
-        if a and b and a.rate and b.rate:
-            out.append((ours, peer, a.rate / b.rate))
-    return out
-
-
 def _write_docs(markdown: str) -> None:
     page = DOCS / "performance.md"
     text = page.read_text() if page.exists() else f"# Performance\n\n{BEGIN}\n{END}\n"
@@ -539,8 +537,8 @@ def main() -> None:
                             result.extra["repetition"] = run
                             results.append(result)
                             done.append(result)
-                    for ours, peer, ratio in _pair_ratios(done):
-                        progress(f"    back to back: {ours} / {peer}: {ratio:.2f}x")
+                    for _index, a, b in _pairs(done):
+                        progress(f"    back to back: {a.case} / {b.case}: {a.rate / b.rate:.2f}x")
             drop_topics(bs)  # the size's sources too
         peaks = None
         if "memory" in args.only:
