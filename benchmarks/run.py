@@ -294,7 +294,8 @@ def _ratios(
             cpu = cpu_a / cpu_b if cpu_a and cpu_b else None
             reps = each.get((size, index), [])
             out.append((index, (group, ours, peer, size, a.rate / b.rate, target, cpu, reps)))
-    return [row for _index, row in sorted(out, key=lambda item: (item[0], item[1][3]))]
+    out.sort(key=lambda item: item[0])  # by target; stable: sizes stay in order
+    return [row for _index, row in out]
 
 
 def _pairs(results: list[Result]) -> list[tuple[int, Result, Result]]:
@@ -410,19 +411,16 @@ def _blocks(
     A block takes the place of its first case; its cases keep the order of BACK_TO_BACK.
     """
     where = {label: i for i, block in enumerate(BACK_TO_BACK) for label in block}
+    by_label = dict(cases)
     blocks: list[list[tuple[str, Callable[[], Any]]]] = []
-    placed: dict[int, list[tuple[str, Callable[[], Any]]]] = {}
-    for case in cases:
-        index = where.get(case[0])
+    placed: set[int] = set()
+    for label, thunk in cases:
+        index = where.get(label)
         if index is None:
-            blocks.append([case])
-        elif index in placed:
-            placed[index].append(case)
-        else:
-            placed[index] = [case]
-            blocks.append(placed[index])
-    for index, block in placed.items():
-        block.sort(key=lambda case: BACK_TO_BACK[index].index(case[0]))
+            blocks.append([(label, thunk)])
+        elif index not in placed:  # the whole block, where its first case was
+            placed.add(index)
+            blocks.append([(x, by_label[x]) for x in BACK_TO_BACK[index] if x in by_label])
     return blocks
 
 
