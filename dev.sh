@@ -6,14 +6,12 @@
 # Targets beyond the two set-up commands:
 #   ./dev.sh reliability [args]  - fault pipeline / soak target (python -m tests.reliability.run)
 #   ./dev.sh bench [args]        - benchmarks against peers (python -m benchmarks.run)
-# Needs: python3 >= 3.11, java >= 17, mvn (only for the first jar download); a C compiler is
-# used where there is one (the compiled delivery handle and record types, sdk/*/_speedups.c).
+# Needs: python3 >= 3.11, java >= 17, mvn (only for the first jar download).
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=.venv/bin/python
-# reinstalled when the package definition or a compiled core changes (the install
-# builds the C files of sdk/producer and sdk/core in place)
-stamp=.venv/.installed-$(cat pyproject.toml setup.py sdk/producer/*.[ch] sdk/core/*.[ch] | sha1sum | cut -c1-12)
+# reinstalled when the package definition changes
+stamp=.venv/.installed-$(sha1sum < pyproject.toml | cut -c1-12)
 
 setup() {
   if [ ! -x "$PY" ]; then

@@ -94,8 +94,7 @@ class HandlingLoop:
         handlers in one loop crossing), are finished even after a stop: not storing them
         would only hand them out again. Without a deserializer (bytes in), the per-record steps
         (the view, the handler's first attempt, the clock read) run in
-        :func:`sdk.core.records.handle_run`, compiled where the extension was built: a Python
-        loop iteration and a Python-level clock call per record cost about as much as the rest.
+        :func:`sdk.core.records.handle_run`, one tight loop shared with the Processor.
         """
         failure, offsets, client = self._failure, self._offsets, self._client
         raw, alo, stopped = failure.decoder.raw, self.guarantee is _ALO, self._stop.is_set
@@ -111,7 +110,7 @@ class HandlingLoop:
                 messages = messages[:ahead]  # their handlers ran; the rest is read again
             n = len(messages)
             while done < n:
-                if raw:  # view, handler and clock per record in handle_run (compiled)
+                if raw:  # view, handler and clock per record in handle_run
                     done, _, record, error = handle_run(
                         messages,
                         done,

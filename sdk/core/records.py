@@ -9,16 +9,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
-
-from sdk._compiled import extension
+from typing import Any, NamedTuple, TypeVar
 
 __all__ = [
-    "COMPILED",
     "ConsumerRecord",
     "OutputRecord",
-    "PyRecordCore",
-    "RecordCore",
     "TransactionStats",
     "handle_run",
     "last_positions",
@@ -29,18 +24,117 @@ _log = logging.getLogger("sdk.processor")
 _new = object.__new__
 
 
-class PyRecordCore:
-    """The Python core of :class:`ConsumerRecord` (the compiled one's twin).
+R = TypeVar("R", bound="ConsumerRecord")
 
-    Key, value and the message they came from; the handler reads them (and topic, partition
-    and offset, asked of the message) through read-only properties, the SDK's loops set the
-    underscored slots.
+
+def view(cls: type[R], msg: Any) -> R:
+    """A record of ``cls`` over ``msg``, key and value as the message has them."""
+    record = _new(cls)
+    record._key, record._value, record._raw = msg.key(), msg.value(), msg
+    return record
+
+
+def last_positions(messages: Iterable[Any], into: dict[tuple[str, int], int]) -> None:
+    """``into[(topic, partition)] = offset + 1`` of each partition's last message."""
+    for m in messages:
+        into[(m.topic(), m.partition())] = m.offset() + 1
+
+
+def handle_run(
+    records: list[Any],
+    i: int,
+    n: int,
+    stop: int,
+    handler: Callable[[Any], Any],
+    emit: Callable[[Any], None] | None,
+    cls: type[Any],
+    due_at: float,
+    clock: Callable[[], float] | None,
+) -> tuple[int, int, Any, BaseException | None]:
+    """Hand ``records[i:n]`` one by one to ``handler`` and ``emit`` what it returns.
+
+    The Processor's and the Consumer's per-record loop. Per record: a view of ``cls`` over it, the
+    handler's outputs (a list, or any iterable or None made a list), each output to ``emit``.
+    After each record it stops once it reached ``n`` or ``stop``, or ``clock()`` reached
+    ``due_at``; the first record is always handled. It never raises what the handler, the
+    view or ``emit`` raise: it returns ``(i, produced, record, error)``, ``i`` the index of
+    the first record not handled, ``produced`` the outputs emitted. ``error`` is None when
+    it stopped as above; otherwise what ``records[i]`` raised, with ``record`` its view when
+    the handler raised (the failure policy's turn: the record's outputs are not emitted) and
+    None when the view or ``emit`` raised (some of that record's outputs may be emitted) or
+    ``clock`` raised (after ``records[i - 1]``).
+
+    The Consumer's hot loop passes ``emit`` None (what a handler returns is ignored, never
+    iterated) and, when it has no offsets to store, ``clock`` None (no clock read: it runs to
+    ``stop``).
+    """
+    produced = 0
+    new = _new
+    while i < n:
+        try:  # view(cls, msg), inlined: one call less per record
+            msg = records[i]
+            record = new(cls)
+            record._key, record._value, record._raw = msg.key(), msg.value(), msg
+        except BaseException as exc:
+            return i, produced, None, exc
+        try:
+            outputs = handler(record)
+            if emit is not None and type(outputs) is not list:
+                outputs = list(outputs or ())
+        except BaseException as exc:
+            return i, produced, record, exc
+        if emit is not None:  # None: what the handler returns is ignored
+            try:
+                for out in outputs:
+                    emit(out)
+                    produced += 1
+            except BaseException as exc:
+                return i, produced, None, exc
+        i += 1
+        if i >= stop:
+            break
+        if clock is None:
+            continue  # no clock: runs to stop
+        try:
+            late = clock() >= due_at
+        except BaseException as exc:
+            return i, produced, None, exc
+        if late:
+            break
+    return i, produced, None, None
+
+
+class ConsumerRecord:
+    """One consumed record, as every handler gets it (Consumer and Processor alike).
+
+    A read-only view over the ``confluent_kafka.Message`` it came from: key and value are held
+    (deserialized by the Consumer's deserializers; bytes for the Processor), everything else is
+    read from the message when asked for, so building one per record costs little on the hot
+    path.
+
+    Attributes:
+        topic: Topic the record was read from.
+        partition: Partition number.
+        offset: Offset of the record in its partition.
+        key: Deserialized key (None for a record without key).
+        value: Deserialized value (None for a tombstone).
+        headers: Header ``(name, value)`` pairs in broker order (empty tuple if none).
+        timestamp_ms: Record timestamp in ms since the epoch, or None if the broker has none.
+        delivery_count: Deliveries by a share group (``sdk.queue``); None elsewhere.
+        raw: The ``confluent_kafka.Message`` (raw key/value bytes, for DLQs and tracing).
     """
 
+    # the per-record loops (Consumer, Processor, queue) build it with :func:`view`, without
+    # __init__: one object and three slot writes per record
     __slots__ = ("_key", "_raw", "_value")
     _key: Any
     _value: Any
     _raw: Any
+
+    def __init__(self, key: Any, value: Any, raw: Any) -> None:
+        self._key = key
+        self._value = value
+        self._raw = raw
 
     @property
     def key(self) -> Any:
@@ -74,133 +168,6 @@ class PyRecordCore:
         """The offset."""
         offset: int = self._raw.offset()
         return offset
-
-
-R = TypeVar("R", bound=PyRecordCore)
-
-
-def _py_view(cls: type[R], msg: Any) -> R:
-    """A record of ``cls`` over ``msg``, key and value as the message has them."""
-    record = _new(cls)
-    record._key, record._value, record._raw = msg.key(), msg.value(), msg
-    return record
-
-
-def _py_last_positions(messages: Iterable[Any], into: dict[tuple[str, int], int]) -> None:
-    """``into[(topic, partition)] = offset + 1`` of each partition's last message."""
-    for m in messages:
-        into[(m.topic(), m.partition())] = m.offset() + 1
-
-
-def _py_handle_run(
-    records: list[Any],
-    i: int,
-    n: int,
-    stop: int,
-    handler: Callable[[Any], Any],
-    emit: Callable[[Any], None] | None,
-    cls: type[Any],
-    due_at: float,
-    clock: Callable[[], float] | None,
-) -> tuple[int, int, Any, BaseException | None]:
-    """Hand ``records[i:n]`` one by one to ``handler`` and ``emit`` what it returns.
-
-    The Processor's hot loop (issue #16). Per record: a view of ``cls`` over it, the
-    handler's outputs (a list, or any iterable or None made a list), each output to ``emit``.
-    After each record it stops once it reached ``n`` or ``stop``, or ``clock()`` reached
-    ``due_at``; the first record is always handled. It never raises what the handler, the
-    view or ``emit`` raise: it returns ``(i, produced, record, error)``, ``i`` the index of
-    the first record not handled, ``produced`` the outputs emitted. ``error`` is None when
-    it stopped as above; otherwise what ``records[i]`` raised, with ``record`` its view when
-    the handler raised (the failure policy's turn: the record's outputs are not emitted) and
-    None when the view or ``emit`` raised (some of that record's outputs may be emitted) or
-    ``clock`` raised (after ``records[i - 1]``).
-
-    The Consumer's hot loop passes ``emit`` None (what a handler returns is ignored, never
-    iterated) and, when it has no offsets to store, ``clock`` None (no clock read: it runs to
-    ``stop``).
-    """
-    produced = 0
-    while i < n:
-        try:
-            record = view(cls, records[i])
-        except BaseException as exc:
-            return i, produced, None, exc
-        try:
-            outputs = handler(record)
-            if emit is not None and type(outputs) is not list:
-                outputs = list(outputs or ())
-        except BaseException as exc:
-            return i, produced, record, exc
-        if emit is not None:  # None: what the handler returns is ignored
-            try:
-                for out in outputs:
-                    emit(out)
-                    produced += 1
-            except BaseException as exc:
-                return i, produced, None, exc
-        i += 1
-        if i >= stop:
-            break
-        if clock is None:
-            continue  # no clock: runs to stop
-        try:
-            late = clock() >= due_at
-        except BaseException as exc:
-            return i, produced, None, exc
-        if late:
-            break
-    return i, produced, None, None
-
-
-COMPILED = False
-"""Whether :data:`RecordCore`, :func:`view`, :func:`last_positions`, :func:`handle_run` and
-``OutputRecord``'s constructor are the compiled ones."""
-
-if TYPE_CHECKING:  # the type checker sees the Python core (the compiled one has its shape)
-    RecordCore = PyRecordCore
-    view = _py_view
-    last_positions = _py_last_positions
-    handle_run = _py_handle_run
-else:
-    RecordCore, view, last_positions = PyRecordCore, _py_view, _py_last_positions
-    handle_run = _py_handle_run
-    _speedups = extension("sdk.core._speedups")
-    if _speedups is not None:
-        RecordCore, view = _speedups.RecordCore, _speedups.view
-        last_positions, handle_run = _speedups.last_positions, _speedups.handle_run
-        COMPILED = True
-
-
-class ConsumerRecord(RecordCore):
-    """One consumed record, as every handler gets it (Consumer and Processor alike).
-
-    A read-only view over the ``confluent_kafka.Message`` it came from: key and value are held
-    (deserialized by the Consumer's deserializers; bytes for the Processor), everything else is
-    read from the message when asked for, so building one per record costs little on the hot
-    path (~0.2 us in Python, against ~1 us for a frozen dataclass with every field filled in;
-    less with the compiled core, see :data:`COMPILED`).
-
-    Attributes:
-        topic: Topic the record was read from.
-        partition: Partition number.
-        offset: Offset of the record in its partition.
-        key: Deserialized key (None for a record without key).
-        value: Deserialized value (None for a tombstone).
-        headers: Header ``(name, value)`` pairs in broker order (empty tuple if none).
-        timestamp_ms: Record timestamp in ms since the epoch, or None if the broker has none.
-        delivery_count: Deliveries by a share group (``sdk.queue``); None elsewhere.
-        raw: The ``confluent_kafka.Message`` (raw key/value bytes, for DLQs and tracing).
-    """
-
-    # the per-record loops (Consumer, Processor, queue) build it with :func:`view`, without
-    # __init__ (issue #16); key, value, raw, topic, partition and offset are the core's
-    __slots__ = ()
-
-    def __init__(self, key: Any, value: Any, raw: Any) -> None:
-        self._key = key
-        self._value = value
-        self._raw = raw
 
     @property
     def headers(self) -> tuple[tuple[str, bytes | None], ...]:
@@ -253,8 +220,8 @@ class ConsumerRecord(RecordCore):
 class OutputRecord(NamedTuple):
     """One record a handler (Processor, Spark transform) wants produced.
 
-    An immutable named tuple (it was a frozen dataclass; a handler builds one per output, and
-    the tuple is built in less than half the time: 0.9 vs 2.1 us measured here).
+    An immutable named tuple: a handler builds one per output, and a tuple is the cheapest
+    immutable record Python has.
 
     Attributes:
         topic: Destination topic.
@@ -269,15 +236,6 @@ class OutputRecord(NamedTuple):
     key: bytes | str | None = None
     headers: Sequence[tuple[str, bytes | str | None]] | None = None
     partition: int | None = None
-
-
-if COMPILED and not TYPE_CHECKING:
-    # the same arguments and result as the named tuple's own constructor, without its Python
-    # frame and its intermediate tuple: ~0.35 us of a Processor handler's cost per output
-    OutputRecord.__new__ = staticmethod(_speedups.output_new)
-    # and OutputRecord(...) calls it without type.__call__ and the __new__ slot in between:
-    # 152 ns a call down to ~80 offline (the extension's direct_calls says why it may)
-    _speedups.direct_calls(OutputRecord)
 
 
 @dataclass

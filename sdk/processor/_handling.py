@@ -81,7 +81,7 @@ class HandlingLoop:
         out: no span context manager, the handler's first attempt inline (the failure policy
         takes over only when it raises), outputs queued without a poll each (:meth:`_handle`
         serves delivery reports once per batch) and counters added per run of records. The
-        per-record steps run in :func:`~sdk.core.records.handle_run` (compiled where built);
+        per-record steps run in :func:`~sdk.core.records.handle_run` ;
         this method takes over when a record raised and at the commit points.
         """
         handler = self._handler
@@ -107,7 +107,7 @@ class HandlingLoop:
             rewound = False  # the recovery below rewinds: nothing of this run is kept then
             try:
                 while True:
-                    # the per-record steps run in handle_run (compiled where built); it comes
+                    # the per-record steps run in handle_run; it comes
                     # back here when the run stops, or with what records[i] raised
                     stop = min(marked + room, n)
                     i, emitted, record, error = handle_run(

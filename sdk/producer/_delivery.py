@@ -47,7 +47,7 @@ class DeliveryLedger:
 
     failed: int
     """Records that failed delivery so far."""
-    _hot: Any  # HotPath: the compiled class or PyHotPath
+    _hot: HotPath
     _failures: list[KafkaClientError]
     _observed: bool
     """Whether an OpenTelemetry SDK records (re-checked at creation, poll and flush)."""

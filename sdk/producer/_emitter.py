@@ -1,12 +1,9 @@
-"""The Processor's output emitter: one handler output queued, compiled or in Python.
+"""The Processor's output emitter: one handler output queued.
 
-Per output on the exactly-once hot path (issue #16), the emitter is the only SDK code between
-the handler and ``confluent_kafka.Producer.produce``. :func:`emitter` makes one; where the
-optional C extension ``sdk.producer._speedups`` was built it is the compiled ``Emitter``,
-otherwise :class:`PyEmitter` (``SDK_PURE_PYTHON=1`` forces it).
+Per output on the exactly-once hot path, the emitter is the only SDK code between the handler
+and ``confluent_kafka.Producer.produce``.
 
-The contract both keep (``tests/sdk/producer/test_emitter.py`` checks it on both): called with
-one output ``out``,
+The contract (``tests/sdk/producer/test_emitter.py`` checks it): called with one output ``out``,
 
 - when ``type(out) is cls`` (the :class:`~sdk.core.records.OutputRecord` class, no subclass),
   its headers and partition are None and its topic is in ``known``: ``str`` value and key are
@@ -20,23 +17,21 @@ one output ``out``,
   queue, routes with the partitioner, translates errors and counts the output on ``span``;
 - it returns None; what ``enqueue`` or encoding raise propagates.
 
-The fast path does not call ``span.add()`` per output (measured: ~100 ns an output, as much as
-the rest of the compiled emitter): whoever made the emitter hands it to the span, which adds
-``emitted`` when its count is read (``TransactionSpan.count_from``).
+The fast path does not call ``span.add()`` per output (that would double its cost): whoever
+made the emitter hands it to the span, which adds ``emitted`` when its count is read
+(``TransactionSpan.count_from``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from sdk._compiled import extension
-
-__all__ = ["COMPILED", "PyEmitter", "emitter"]
+__all__ = ["Emitter"]
 
 
-class PyEmitter:
-    """The Python emitter (the compiled one's twin); arguments as in the module docstring."""
+class Emitter:
+    """The output emitter; arguments as in the module docstring."""
 
     __slots__ = ("_callback", "_cls", "_emitted", "_enqueue", "_known", "_produce", "_span")
 
@@ -78,15 +73,3 @@ class PyEmitter:
                     self._emitted += 1
                     return
         self._enqueue(out, self._span)
-
-
-COMPILED = False
-"""Whether :func:`emitter` makes the compiled emitter."""
-
-if TYPE_CHECKING:  # the type checker sees the Python emitter (the compiled one has its shape)
-    emitter = PyEmitter
-else:
-    emitter = PyEmitter
-    _speedups = extension("sdk.producer._speedups")
-    if _speedups is not None:
-        emitter, COMPILED = _speedups.Emitter, True

@@ -1,18 +1,10 @@
-"""The core of a delivery handle: its slots and its delivery callback, compiled or in Python.
+"""The core of a delivery handle: its slots and its delivery callback.
 
-:class:`~sdk.producer.DeliveryHandle` is built on :data:`HandleCore`. Where the optional C
-extension ``sdk.producer._speedups`` was built (``pip install`` builds it when a C compiler is
-found), that is the compiled class; otherwise it is :class:`PyHandleCore` below, which does the
-same in Python. ``SDK_PURE_PYTHON=1`` in the environment forces the Python one.
+:class:`~sdk.producer.DeliveryHandle` is built on :class:`HandleCore`. The handle is its own
+delivery callback, so librdkafka calls it directly (no bound-method object per record in
+flight), and a resolved handle lets go of its producer, so nothing it keeps leads back to it.
 
-Why a compiled core (issue #16): per record, a Python handle cost ``send()`` a Python frame for
-the delivery callback (librdkafka calls the handle), and one garbage-collected object per record
-in flight, which the collector scans again and again while a producer runs ahead of the broker.
-The compiled handle's callback is a C function, and the handle is not tracked by the collector.
-That is safe because a handle lets go of its producer when it resolves: what it keeps after that
-(topic, key and value, librdkafka's message or the translated error) cannot lead back to it.
-
-The contract both cores keep (``tests/sdk/producer/test_handle.py`` checks it on both):
+The contract (``tests/sdk/producer/test_handle.py`` checks it):
 
 - slots ``_owner, _state, _record, _topic, _value, _key``;
 - ``handle(err, msg)`` and ``handle._deliver(err, msg)``, once per record: with ``err`` None,
@@ -21,22 +13,19 @@ The contract both cores keep (``tests/sdk/producer/test_handle.py`` checks it on
   outcome is on ``_state`` (a second call does nothing);
 - :func:`new_handle`, a pending handle of a subclass with ``_record`` None (built on demand).
 
-:data:`HotPath` is the producer's ``_hot`` (compiled, or :class:`PyHotPath`): what its
-per-record paths read, as fields instead of producer attributes (``send()`` read two producer
-attributes per record and the delivery callback three, each a type and a dict lookup).
+:class:`HotPath` is the producer's ``_hot``: what its per-record paths read, as fields of one
+small object instead of producer attributes.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-from sdk._compiled import extension
-
-__all__ = ["COMPILED", "HandleCore", "HotPath", "PyHandleCore", "PyHotPath", "new_handle"]
+__all__ = ["HandleCore", "HotPath", "new_handle"]
 
 
-class PyHotPath:
-    """What one producer's per-record paths read (the compiled ``HotPath``'s twin).
+class HotPath:
+    """What one producer's per-record paths read.
 
     Args:
         known: The topics whose lookup succeeded (only these take ``send()``'s fast path).
@@ -54,8 +43,8 @@ class PyHotPath:
         """Records acknowledged so far."""
 
 
-class PyHandleCore:
-    """The Python core of a delivery handle (the compiled one's twin)."""
+class HandleCore:
+    """The core of a delivery handle: its slots and its delivery callback."""
 
     __slots__ = ("_key", "_owner", "_record", "_state", "_topic", "_value")
     _owner: Any
@@ -91,10 +80,10 @@ class PyHandleCore:
 
 
 _new = object.__new__
-H = TypeVar("H", bound=PyHandleCore)
+H = TypeVar("H", bound=HandleCore)
 
 
-def _py_new_handle(cls: type[H], owner: Any, topic: Any, value: Any, key: Any) -> H:
+def new_handle(cls: type[H], owner: Any, topic: Any, value: Any, key: Any) -> H:
     """A pending handle of ``cls`` without ``__init__``: its record is built when asked for."""
     handle = _new(cls)
     handle._owner = owner
@@ -104,18 +93,3 @@ def _py_new_handle(cls: type[H], owner: Any, topic: Any, value: Any, key: Any) -
     handle._value = value
     handle._key = key
     return handle
-
-
-COMPILED = False
-"""Whether :data:`HandleCore` is the compiled class."""
-
-if TYPE_CHECKING:  # the type checker sees the Python core (the compiled one has its shape)
-    HandleCore = PyHandleCore
-    HotPath = PyHotPath
-    new_handle = _py_new_handle
-else:
-    HandleCore, HotPath, new_handle = PyHandleCore, PyHotPath, _py_new_handle
-    _speedups = extension("sdk.producer._speedups")
-    if _speedups is not None:
-        HandleCore, HotPath = _speedups.HandleCore, _speedups.HotPath
-        new_handle, COMPILED = _speedups.new_handle, True

@@ -18,7 +18,6 @@ from types import TracebackType
 from typing import Any, Literal
 
 from sdk._client import positional_produce, translating
-from sdk._compiled import extension
 from sdk.core.lifecycle import Lifecycle
 from sdk.core.session import TransactionSession
 from sdk.errors import ClosedError, ConfigurationError, KafkaTimeoutError, SdkError
@@ -294,9 +293,9 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
             and (key is None or type(key) is bytes)
             and topic in hot.known
         ):
-            # straight to librdkafka (the same test runs in C in _send.c, and inlined in
-            # _enqueue_each without the partition test: keep the three in step), with a
-            # handle made without __init__, its record built only if asked for
+            # straight to librdkafka (_enqueue_each inlines the same test without the
+            # partition check: keep the two in step), with a handle made without __init__,
+            # its record built only if asked for
             handle = new_handle(DeliveryHandle, self, topic, value, key)
             try:
                 produce(topic, value, key, -1, handle)  # -1: the partitioner (positional_produce)
@@ -319,7 +318,7 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
         if type(topic) is str:
             if headers is not None and isinstance(headers, Mapping):
                 headers = list(headers.items())
-            # tuple.__new__ skips the named tuple's Python-level __new__ (500 -> 110 ns)
+            # tuple.__new__ skips the named tuple's Python-level __new__ and its frame
             record = _new_record(
                 ProducerRecord, (topic, value, key, headers, partition, timestamp_ms)
             )
@@ -432,10 +431,3 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
                 "and may yet be delivered"
             )
         self._raise_failures()
-
-
-_speedups = extension("sdk.producer._speedups")
-if _speedups is not None:
-    # send()'s fast path in C (sdk/producer/_send.c); every other call goes on to the Python
-    # method above, which stays the one definition of send() (and its twin)
-    Producer.send = _speedups.FastSend(Producer.send, DeliveryHandle)  # type: ignore[method-assign]

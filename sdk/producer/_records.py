@@ -45,7 +45,7 @@ class DeliveryHandle(HandleCore):
     ``result()`` serves the producer's delivery callbacks while it waits, so it also works in a
     single-threaded program. A handle is cheap (no lock, no metadata object until asked): the
     handle itself is the producer's delivery callback. Its slots and that callback are
-    :mod:`sdk.producer._handle`'s core, compiled where the optional C extension was built.
+    :mod:`sdk.producer._handle`'s core.
 
     Attributes:
         record: The record as the caller gave it (before serialization).

@@ -21,7 +21,7 @@ from sdk.core.session import TransactionSession
 from sdk.errors import ConfigurationError, KafkaClientError, SdkError, TransactionError
 from sdk.observability import Telemetry, TransactionSpan
 from sdk.producer._client_errors import ClientErrors
-from sdk.producer._emitter import emitter
+from sdk.producer._emitter import Emitter
 from sdk.producer._records import ProducerRecord
 from sdk.profiles import ProducerProfile
 
@@ -210,22 +210,20 @@ class TransactionMethods:
         ``_send_observed``), the fast path in the emitter's own count, which ``span`` adds
         (``count_from``). No poll per output: the caller serves delivery reports with
         :meth:`_serve` once per batch. Valid until the client is replaced (ask again after a
-        recovery). The function is :func:`sdk.producer._emitter.emitter`'s: compiled where
-        the extension was built (no Python frame per output), its Python twin otherwise.
+        recovery). The function is an :class:`sdk.producer._emitter.Emitter`.
 
         A transactional producer's fast path asks for no delivery report: a record that fails
         makes librdkafka's transaction abortable, so commit step 3 fails and the recovery
         aborts and rewinds, as it does when the flush names the failed record. The report
-        cost ~1.3 us per record (0.4 at ``produce``, 0.9 when served), as much as the rest of
-        the emitter; what is lost is the failed record in the error (librdkafka's abortable
-        error still names the cause).
+        would cost as much per record as the rest of the emitter; what is lost is the failed
+        record in the error (librdkafka's abortable error still names the cause).
         """
         enqueue = self._enqueue_output
         if self._observed or not self._fast:
             return lambda out: enqueue(out, span)
         client = self._client if self._state is Lifecycle.OPEN else self._ensure_client()
         callback = None if self._transactional else self._on_batch_delivery
-        emit = emitter(
+        emit = Emitter(
             OutputRecord, positional_produce(client), self._known_topics, enqueue, span, callback
         )
         if span is not None:

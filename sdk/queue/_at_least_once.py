@@ -85,7 +85,7 @@ class AtLeastOnceHandling:
         handler's success path acknowledges straight on the client (``ack`` is for the rest).
         Without a deserializer or tracing (bytes in), the records run through
         :func:`sdk.core.records.handle_run` (the view, the handler's first attempt and the
-        clock read per record, compiled where the extension was built) in runs of at most
+        clock read per record) in runs of at most
         :data:`STOP_EVERY_S` of handler time that end before the lock budget; each run's
         records are then accepted together. The acknowledgements only queue locally until the
         next poll or commit sends them, so the broker sees the same thing as if each record were

@@ -254,9 +254,7 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
     def _poll(self, client: Any) -> list[Any]:
         polled = _seam(lambda: client.poll(self.profile.poll_timeout_ms / 1000.0), "poll")
         # confluent-kafka 2.16 returns Messages, a read-only sequence over a list, whose
-        # records() copies that list in C. What follows wants a list (handle_run indexes it in
-        # C): before, a Messages poll never passed the test below, and every poll of a real
-        # share consumer took the Python loop (measured offline: see docs/queues.md)
+        # records() copies that list. What follows wants a list (handle_run indexes it)
         messages = polled if type(polled) is list else _as_list(polled)
         # each message's error from C (map, no list): a poll without errors is kept as it is,
         # with no Python bytecode per record (a list comprehension cost ~35 ns a record, perf);

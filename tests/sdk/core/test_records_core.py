@@ -1,21 +1,14 @@
-"""The record types' core (``sdk.core.records``): the compiled one and its Python twin.
-
-Both cores keep one contract; every test here runs on both (the compiled one where it was
-built): the ``ConsumerRecord`` view, ``OutputRecord``'s constructor and ``last_positions``.
-No broker, except ``test_pure_python_core_end_to_end``, which runs the exactly-once Processor
-with the Python core on the broker and counts its output with kafka-python.
+"""The record types (``sdk.core.records``): the ``ConsumerRecord`` view, ``OutputRecord``'s
+constructor and ``last_positions``, against their contract. No broker (the Processor's and the
+Consumer's tests run them on the broker).
 """
 
 from __future__ import annotations
 
 import collections
 import gc
-import os
 import pickle
 import random
-import shutil
-import subprocess
-import sys
 import weakref
 from typing import Any
 
@@ -23,8 +16,7 @@ import pytest
 from confluent_kafka import Message
 
 from sdk.core import records
-from sdk.core.records import ConsumerRecord, OutputRecord, PyRecordCore
-from tests.pure_python import run_pure_python
+from sdk.core.records import ConsumerRecord, OutputRecord
 
 
 class _Message:
@@ -62,29 +54,15 @@ def _real_message(topic: str, partition: int, offset: int) -> Any:
     return Message(topic=topic, partition=partition, offset=offset, key=b"k", value=b"v")
 
 
-Core = tuple[type[Any], Any, Any]  # (record class on the core, view, last_positions)
-
-CORES: list[Any] = [pytest.param("python", id="python")]
-if records.COMPILED:
-    from sdk.core import _speedups
-
-    CORES.append(pytest.param("compiled", id="compiled"))
+Core = tuple[type[Any], Any, Any]  # (record class, view, last_positions)
 
 
-@pytest.fixture(params=CORES)
-def core(request: pytest.FixtureRequest) -> Core:
-    if request.param == "python":
-        base, view, last = PyRecordCore, records._py_view, records._py_last_positions
-    else:
-        base, view, last = _speedups.RecordCore, _speedups.view, _speedups.last_positions
-
-    class Record(base):  # type: ignore[misc, valid-type]  # ConsumerRecord's shape on this core
+@pytest.fixture
+def core() -> Core:
+    class Record(ConsumerRecord):  # a subclass, as the queue's record is
         __slots__ = ()
 
-        def __init__(self, key: Any, value: Any, raw: Any) -> None:
-            self._key, self._value, self._raw = key, value, raw
-
-    return Record, view, last
+    return Record, records.view, records.last_positions
 
 
 def test_a_view_holds_key_value_and_message_and_reads_the_rest_from_it(core: Core) -> None:
@@ -122,18 +100,13 @@ def test_a_cycle_through_a_deserialized_value_is_collected(core: Core) -> None:
     assert gone() is None
 
 
-def test_a_raw_view_is_left_to_reference_counting(core: Core) -> None:
-    """Bytes and librdkafka's message cannot lead back to the view: compiled, it is not
-    tracked by the collector (one less young object per record); with the Python core it is."""
-    cls, view, _ = core
-    raw = view(cls, _Message("t", 0, 0))
+def test_a_view_with_a_deserialized_value_is_seen_by_the_collector(core: Core) -> None:
+    cls, _, _ = core
     decoded = cls({"k": 1}, {"v": 2}, _Message("t", 0, 0))
     assert gc.is_tracked(decoded)
-    assert gc.is_tracked(raw) is (cls.__mro__[1] is PyRecordCore)
 
 
-def test_a_field_never_set_is_an_attribute_error_on_both_cores(core: Core) -> None:
-    """The compiled members are T_OBJECT_EX, as the Python core's properties read a slot."""
+def test_a_field_never_set_is_an_attribute_error(core: Core) -> None:
     cls, _, _ = core
     empty = cls.__new__(cls)  # what a subclass's __init__ that forgot a field leaves
     for name in ("key", "value", "raw"):
@@ -159,7 +132,6 @@ def test_a_failing_message_method_propagates(core: Core) -> None:
 
 @pytest.mark.parametrize("kind", ["stand-in", "confluent_kafka.Message"])
 def test_last_positions_keeps_each_partitions_last_offset_plus_one(core: Core, kind: str) -> None:
-    """A real ``Message`` is read through its methods themselves (compiled), others by name."""
     _, _, last = core
     make: Any = _Message if kind == "stand-in" else _real_message
     rng = random.Random(7)
@@ -185,9 +157,6 @@ def test_last_positions_refuses_what_is_not_a_dict_or_iterable(core: Core) -> No
     _, _, last = core
     with pytest.raises(TypeError):
         last(5, {})
-    if last is not records._py_last_positions:  # Python accepts any mapping, C a dict only
-        with pytest.raises(TypeError):
-            last([], [])
 
 
 _Reference = collections.namedtuple(
@@ -214,7 +183,7 @@ _BAD: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
 
 
 class _Named(OutputRecord):
-    """A subclass: never called directly (CPython does not inherit a class's vectorcall)."""
+    """A subclass of the output record."""
 
     __slots__ = ()
 
@@ -243,128 +212,8 @@ def test_output_record_refuses_what_the_named_tuple_refuses(
         cls(*args, **kwargs)
 
 
-_PATCHED = """
-from sdk.core import records
-from sdk.core.records import OutputRecord
-from sdk.core import _speedups
-import pickle
-# pickling caches __slotnames__ on the class: a change, after which it is still fit
-assert pickle.loads(pickle.dumps(OutputRecord("t", b"v"))) == OutputRecord("t", b"v")
-assert _speedups.calls_directly(OutputRecord)
-seen = []
-plain_new = OutputRecord.__new__
-def new(cls, *args, **kwargs):
-    seen.append("new")
-    return plain_new(cls, *args, **kwargs)
-def init(self, *args, **kwargs):
-    seen.append("init")
-OutputRecord.__new__ = new
-OutputRecord.__init__ = init
-record = OutputRecord("t", b"v", key=b"k")
-assert tuple(record) == ("t", b"v", b"k", None, None), record
-assert seen == ["new", "init"], seen
-assert not _speedups.calls_directly(OutputRecord)
-print("honoured")
-"""
-
-
-@pytest.mark.skipif(not records.COMPILED, reason="the compiled core was not built")
-def test_output_record_is_called_directly_until_its_class_is_changed() -> None:
-    """A patched ``__new__`` or ``__init__`` (a test's, say) is honoured, not bypassed.
-
-    A harmless change (pickle caching ``__slotnames__`` on the class) keeps the direct calls.
-    In a fresh interpreter: the patch must not leave this process's class the slow way.
-    """
-    assert _speedups.calls_directly(OutputRecord)
-    assert not _speedups.calls_directly(_Named)
-    done = subprocess.run(
-        [sys.executable, "-c", _PATCHED], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "honoured"
-
-
-@pytest.mark.skipif(not records.COMPILED, reason="the compiled core was not built")
-def test_direct_calls_refuses_any_other_class() -> None:
-    class Plain(tuple):  # type: ignore[type-arg]
-        __slots__ = ()
-
-    class WithInit(OutputRecord):
-        __slots__ = ()
-
-        def __init__(self, *args: Any) -> None:
-            pass
-
-    for cls in (Plain, WithInit, _Named, OutputRecord, int):
-        with pytest.raises(TypeError):
-            _speedups.direct_calls(cls)  # OutputRecord: once is enough
-    assert _speedups.calls_directly(OutputRecord)
-
-
-def test_consumer_record_is_built_on_the_core_in_use() -> None:
-    assert ConsumerRecord.__mro__[1] is records.RecordCore
+def test_consumer_record_reads_its_fields_from_the_message() -> None:
     record = ConsumerRecord(b"k", b"v", _Message("t", 1, 2))
     assert (record.topic, record.partition, record.offset, record.key) == ("t", 1, 2, b"k")
     assert record.headers == (("h", b"1"),) and record.timestamp_ms == 1700000000000
     assert record == records.view(ConsumerRecord, _Message("t", 1, 2))
-
-
-@pytest.mark.skipif(
-    os.environ.get("SDK_PURE_PYTHON") is not None or shutil.which("cc") is None,
-    reason="no C compiler here, or the pure-Python core was asked for",
-)
-def test_the_extension_is_built_where_a_compiler_is() -> None:
-    """The build marks the extension optional; this catches a build that silently failed."""
-    assert records.COMPILED, "sdk.core._speedups was not built: run pip install -e . again"
-    assert OutputRecord.__new__ is _speedups.output_new
-    assert _speedups.calls_directly(OutputRecord)
-
-
-_END_TO_END = """
-import uuid
-from kafka import KafkaConsumer, KafkaProducer
-from sdk.core import records
-from sdk.processor import OutputRecord, Processor
-from sdk.profiles import ProcessingProfile
-
-assert not records.COMPILED
-bs, source, out, n = {bs!r}, {source!r}, {out!r}, 300
-producer = KafkaProducer(bootstrap_servers=bs)
-for i in range(n):
-    producer.send(source, b"%d" % i, key=b"k%d" % (i % 7))
-producer.flush()
-group = "pure-" + uuid.uuid4().hex[:6]
-profile = ProcessingProfile(
-    guarantee="exactly_once",
-    consumer={{"guarantee": "exactly_once", "bootstrap_servers": bs, "group_id": group}},
-    producer={{"guarantee": "exactly_once", "bootstrap_servers": bs,
-              "transactional_id_prefix": group + "-"}},
-    commit_interval_ms=50,
-)
-seen = 0
-
-def copy(record):
-    global seen
-    seen += 1
-    if seen >= n:
-        processor.stop()
-    return [OutputRecord(out, record.value + b"!", record.key)]
-
-processor = Processor(profile, [source], copy, instance_id="a")
-processor.run(max_seconds=60)
-reader = KafkaConsumer(out, bootstrap_servers=bs, auto_offset_reset="earliest",
-                       isolation_level="read_committed", consumer_timeout_ms=5000)
-values = sorted(int(m.value[:-1]) for m in reader)
-assert values == list(range(n)), (len(values), values[:5])
-print("ok", len(values))
-"""
-
-
-@pytest.mark.broker
-def test_pure_python_core_end_to_end(kafka_cluster: Any, make_topic: Any) -> None:
-    """With ``SDK_PURE_PYTHON=1`` the exactly-once Processor copies every record once; an
-    independent reader (kafka-python, read_committed) counts what landed."""
-    script = _END_TO_END.format(
-        bs=kafka_cluster.bootstrap_servers, source=make_topic(2), out=make_topic(2)
-    )
-    assert run_pure_python(script, timeout=180)[:2] == ["ok", "300"]

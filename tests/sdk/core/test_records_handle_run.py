@@ -1,11 +1,10 @@
-"""``sdk.core.records.handle_run``, the Processor's hot loop: the compiled one and its twin.
+"""``sdk.core.records.handle_run``, the Processor's and the Consumer's per-record loop.
 
-Every test runs on both (the compiled one where it was built) and checks what the docstring
-of ``records._py_handle_run`` promises: which records are handled, what is emitted, where the
-run stops, and what comes back when the handler, the view, ``emit`` or the clock raise. No
-broker: the Processor's tests and ``test_records_core.test_pure_python_core_end_to_end`` run
-it on the broker. The messages are real ``confluent_kafka.Message`` objects (built without a
-broker), one subclassed to fail its ``value()``.
+Checks what its docstring promises: which records are handled, what is emitted, where the run
+stops, and what comes back when the handler, the view, ``emit`` or the clock raise. No broker
+(the Processor's and the Consumer's tests run it on the broker). The messages are real
+``confluent_kafka.Message`` objects (built without a broker), one subclassed to fail its
+``value()``.
 """
 
 from __future__ import annotations
@@ -24,11 +23,7 @@ from sdk.core.records import ConsumerRecord
 
 Run = Callable[..., tuple[int, int, Any, BaseException | None]]
 
-RUNS: list[Any] = [pytest.param(records._py_handle_run, id="python")]
-if records.COMPILED:
-    from sdk.core import _speedups
-
-    RUNS.append(pytest.param(_speedups.handle_run, id="compiled"))
+RUNS: list[Any] = [pytest.param(records.handle_run, id="handle_run")]
 
 
 class _Broken(Message):
@@ -271,7 +266,6 @@ def test_without_emit_a_failing_handler_still_returns_its_record(run: Run) -> No
 
 
 def test_time_monotonic_itself_stops_the_run_at_due_at(run: Run) -> None:
-    """The compiled loop reads ``time.monotonic`` in C when given it: the same deadline."""
     seen: list[int] = []
 
     def slow(record: ConsumerRecord) -> None:
@@ -289,7 +283,6 @@ def test_time_monotonic_itself_stops_the_run_at_due_at(run: Run) -> None:
 
 
 def test_a_record_the_handler_keeps_is_never_changed_by_the_next_one(run: Run) -> None:
-    """The compiled loop refills a view nobody kept for the next record; a kept one is left."""
     kept: list[ConsumerRecord] = []
     seen: list[tuple[int, bytes]] = []
 

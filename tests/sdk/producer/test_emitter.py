@@ -1,15 +1,11 @@
-"""The Processor's output emitter (``sdk.producer._emitter``): the compiled one and its twin.
+"""The Processor's output emitter (``sdk.producer._emitter``) against its contract.
 
-Every test runs on both (the compiled one where it was built) against the contract in the
-module's docstring, with recording stand-ins for ``produce``, ``enqueue`` and the span. No
-broker: the Processor's tests run the emitter on the broker, and
-``tests/sdk/core/test_records_core.py`` runs the Python one end to end.
+Recording stand-ins for ``produce``, ``enqueue`` and the span; no broker (the Processor's tests
+run the emitter on the broker).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
 from typing import Any
 
@@ -20,11 +16,7 @@ from sdk.producer import _emitter
 from sdk.producer._producer import Producer
 from sdk.profiles import ProducerProfile
 
-MAKERS: list[Any] = [pytest.param(_emitter.PyEmitter, id="python")]
-if _emitter.COMPILED:
-    from sdk.producer import _speedups
-
-    MAKERS.append(pytest.param(_speedups.Emitter, id="compiled"))
+MAKERS: list[Any] = [pytest.param(_emitter.Emitter, id="emitter")]
 
 
 class _Calls:
@@ -166,24 +158,6 @@ def test_nothing_is_kept_after_an_output(make: Any) -> None:
         emit(out)
     calls.produced.clear()
     assert (sys.getrefcount(out), sys.getrefcount(value), sys.getrefcount(key)) == before
-
-
-@pytest.mark.skipif(not _emitter.COMPILED, reason="the compiled emitter was not built")
-def test_the_compiled_emitter_refuses_bad_arguments() -> None:
-    with pytest.raises(TypeError):
-        _speedups.Emitter(OutputRecord, print, ["out"], print, None, None)  # known: a set
-    with pytest.raises(TypeError, match="tuple subclass"):
-        _speedups.Emitter(dict, print, set(), print, None, None)
-    with pytest.raises(TypeError, match="one output"):
-        _speedups.Emitter(OutputRecord, print, set(), print, None, None)(1, 2)
-
-
-@pytest.mark.skipif(
-    os.environ.get("SDK_PURE_PYTHON") is not None or shutil.which("cc") is None,
-    reason="no C compiler here, or the pure-Python core was asked for",
-)
-def test_the_compiled_emitter_is_the_one_in_use_where_a_compiler_is() -> None:
-    assert _emitter.COMPILED and _emitter.emitter is _speedups.Emitter
 
 
 def test_the_general_path_refuses_what_is_not_an_output_record_and_says_what_it_got() -> None:

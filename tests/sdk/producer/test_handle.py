@@ -1,43 +1,27 @@
-"""The delivery handle's core (``sdk.producer._handle``): the compiled one and its Python twin.
+"""The delivery handle's core (``sdk.producer._handle``) against its contract.
 
-Both cores keep one contract; every test here runs on both (the compiled one where it was built).
-No broker: librdkafka's delivery callback is called as librdkafka calls it, ``handle(err, msg)``.
-The broker-side behaviour of the handles is in ``test_producer.py``, and the pure-Python core
-runs there end to end in ``test_pure_python_core_end_to_end``.
+No broker, except ``test_handles_resolve_end_to_end``: librdkafka's delivery callback is called
+as librdkafka calls it, ``handle(err, msg)``. The rest of the broker-side behaviour of the
+handles is in ``test_producer.py``.
 """
 
 from __future__ import annotations
 
 import gc
-import os
-import shutil
 import weakref
 from typing import Any
 
 import pytest
 
-from sdk.producer import _handle
-from sdk.producer._handle import PyHandleCore
-from tests.pure_python import run_pure_python
-
-CORES: list[Any] = [pytest.param(PyHandleCore, id="python")]
-if _handle.COMPILED:
-    from sdk.producer import _speedups
-
-    CORES.append(pytest.param(_speedups.HandleCore, id="compiled"))
-
-
-def _new_handle_of(cls: type[Any]) -> Any:
-    return _handle._py_new_handle if issubclass(cls, PyHandleCore) else _speedups.new_handle
+from sdk.producer._handle import HandleCore, HotPath, new_handle
 
 
 class _Owner:
     """What a handle reports to (the Producer's side of the contract)."""
 
     def __init__(self, callback: Any = None, hot_class: Any = None) -> None:
-        # the delivered count and on_delivery live on the owner's _hot (HotPath): the build's
-        # class unless a test names one
-        self._hot = (hot_class or _handle.HotPath)(set(), callback)
+        # the delivered count and on_delivery live on the owner's _hot (HotPath)
+        self._hot = (hot_class or HotPath)(set(), callback)
         self.failures: list[tuple[Any, Any]] = []
 
     @property
@@ -49,11 +33,9 @@ class _Owner:
         handle._state = f"failed: {err}"
 
 
-@pytest.fixture(params=CORES)
-def handle_class(request: pytest.FixtureRequest) -> type[Any]:
-    core = request.param
-
-    class Handle(core):  # type: ignore[misc, valid-type]
+@pytest.fixture
+def handle_class() -> type[Any]:
+    class Handle(HandleCore):
         __slots__ = ()
 
     return Handle
@@ -61,7 +43,7 @@ def handle_class(request: pytest.FixtureRequest) -> type[Any]:
 
 def test_a_new_handle_is_pending_and_builds_nothing(handle_class: type[Any]) -> None:
     owner = _Owner()
-    handle = _new_handle_of(handle_class)(handle_class, owner, "t", b"v", None)
+    handle = new_handle(handle_class, owner, "t", b"v", None)
     assert type(handle) is handle_class
     assert handle._owner is owner and handle._state is None and handle._record is None
     assert (handle._topic, handle._value, handle._key) == ("t", b"v", None)
@@ -72,7 +54,7 @@ def test_delivery_keeps_the_message_counts_and_calls_on_delivery_once(
 ) -> None:
     seen: list[Any] = []
     owner = _Owner(seen.append)
-    handle = _new_handle_of(handle_class)(handle_class, owner, "t", b"v", b"k")
+    handle = new_handle(handle_class, owner, "t", b"v", b"k")
     message = object()
     assert handle(None, message) is None
     assert handle._state is message and owner.delivered == 1 and seen == [handle]
@@ -84,29 +66,27 @@ def test_delivery_keeps_the_message_counts_and_calls_on_delivery_once(
 
 def test_deliver_method_is_the_same_callback(handle_class: type[Any]) -> None:
     owner = _Owner()
-    handle = _new_handle_of(handle_class)(handle_class, owner, "t", None, None)
+    handle = new_handle(handle_class, owner, "t", None, None)
     handle._deliver(None, "msg")
     assert handle._state == "msg" and owner.delivered == 1 and handle._owner is None
 
 
-HOT_PATHS: list[Any] = [pytest.param(_handle.PyHotPath, id="python-hot")]
-if _handle.COMPILED:
-    HOT_PATHS.append(pytest.param(_handle.HotPath, id="compiled-hot"))
+HOT_PATHS: list[Any] = [pytest.param(HotPath, id="hot-path")]
 
 
 @pytest.mark.parametrize("hot_class", HOT_PATHS)
 def test_either_hot_path_counts_and_calls_on_delivery(
     handle_class: type[Any], hot_class: type[Any]
 ) -> None:
-    """The compiled handle reads the compiled HotPath's fields and any other by attribute."""
+    """The handle reads the delivered count and on_delivery off its owner's ``_hot``."""
     seen: list[Any] = []
     owner = _Owner(seen.append, hot_class)
     for n in range(1, 4):
-        handle = _new_handle_of(handle_class)(handle_class, owner, "t", b"v", None)
+        handle = new_handle(handle_class, owner, "t", b"v", None)
         handle(None, f"msg {n}")
         assert owner.delivered == n and seen[-1] is handle
     owner._hot.callback = None  # the callback is read per record
-    _new_handle_of(handle_class)(handle_class, owner, "t", b"v", None)(None, "msg")
+    new_handle(handle_class, owner, "t", b"v", None)(None, "msg")
     assert owner.delivered == 4 and len(seen) == 3
 
 
@@ -120,7 +100,7 @@ def test_a_hot_path_starts_closed_and_empty(hot_class: type[Any]) -> None:
 
 def test_failure_goes_to_the_owner_and_then_lets_go_of_it(handle_class: type[Any]) -> None:
     owner = _Owner(callback=lambda h: pytest.fail("on_delivery is the owner's _failed's job"))
-    handle = _new_handle_of(handle_class)(handle_class, owner, "t", b"v", None)
+    handle = new_handle(handle_class, owner, "t", b"v", None)
     handle("an error", None)
     assert owner.failures == [(handle, "an error")] and owner.delivered == 0
     assert handle._state == "failed: an error" and handle._owner is None
@@ -133,7 +113,7 @@ def test_an_error_in_on_delivery_reaches_the_caller_after_the_outcome_is_kept(
         raise ValueError("from on_delivery")
 
     owner = _Owner(boom)
-    handle = _new_handle_of(handle_class)(handle_class, owner, "t", b"v", None)
+    handle = new_handle(handle_class, owner, "t", b"v", None)
     with pytest.raises(ValueError, match="from on_delivery"):
         handle(None, "msg")
     assert handle._state == "msg" and owner.delivered == 1 and handle._owner is None
@@ -143,13 +123,12 @@ def test_a_resolved_handle_does_not_keep_its_producer_alive(handle_class: type[A
     """A handle kept by the producer's own on_delivery (a common pattern) makes no leak.
 
     handle -> owner -> on_delivery -> list -> handle is a cycle while the handle is pending;
-    once it resolves the first edge is gone, so the owner is freed with its last reference,
-    even where the collector cannot see into the handle (the compiled core).
+    once it resolves the first edge is gone, so the owner is freed with its last reference.
     """
     handles: list[Any] = []
     owner = _Owner(handles.append)
     alive = weakref.ref(owner)
-    handle = _new_handle_of(handle_class)(handle_class, owner, "t", b"v", None)
+    handle = new_handle(handle_class, owner, "t", b"v", None)
     handles.append(handle)
     handle(None, "msg")
     del owner, handle, handles
@@ -158,64 +137,35 @@ def test_a_resolved_handle_does_not_keep_its_producer_alive(handle_class: type[A
 
 
 def test_wrong_calls_are_refused_with_a_type_error(handle_class: type[Any]) -> None:
-    handle = _new_handle_of(handle_class)(handle_class, _Owner(), "t", b"v", None)
+    handle = new_handle(handle_class, _Owner(), "t", b"v", None)
     with pytest.raises(TypeError):
         handle(None)
     with pytest.raises(TypeError):
-        _new_handle_of(handle_class)(handle_class, _Owner(), "t")
-
-
-@pytest.mark.skipif(not _handle.COMPILED, reason="the extension was not built here")
-def test_compiled_handles_made_by_new_handle_are_not_collected_objects() -> None:
-    class Handle(_speedups.HandleCore):  # type: ignore[misc]
-        __slots__ = ()
-
-    assert not gc.is_tracked(_speedups.new_handle(Handle, _Owner(), "t", b"v", None))
-    with pytest.raises(TypeError, match="HandleCore subclass"):
-        _speedups.new_handle(object, _Owner(), "t", b"v", None)
-
-
-@pytest.mark.skipif(
-    os.environ.get("SDK_PURE_PYTHON") is not None or shutil.which("cc") is None,
-    reason="no C compiler here, or the pure-Python core was asked for",
-)
-def test_the_extension_is_built_where_a_compiler_is() -> None:
-    """The build marks the extension optional; this catches a build that silently failed."""
-    assert _handle.COMPILED, "sdk.producer._speedups was not built: run pip install -e . again"
-    from sdk.producer._records import DeliveryHandle
-
-    assert DeliveryHandle.__mro__[1] is _speedups.HandleCore
-
-
-_END_TO_END = """
-from sdk.producer import Producer, ProducerRecord
-from sdk.producer import _handle
-from sdk.profiles import ProducerProfile
-from kafka import KafkaConsumer
-
-assert not _handle.COMPILED
-bs, topic = {bs!r}, {topic!r}
-seen = []
-profile = ProducerProfile(guarantee="at_least_once", bootstrap_servers=bs)
-with Producer(profile, on_delivery=seen.append) as producer:
-    one = producer.send(topic, b"one", key=b"k")
-    many = producer.send_many([ProducerRecord(topic, b"many-%d" % i) for i in range(50)])
-    producer.flush(30)
-    assert one.result(10).topic == topic and one.record.value == b"one"
-    assert [h.result(10).offset >= 0 for h in many] == [True] * 50
-    assert producer.delivered == 51 and len(seen) == 51
-reader = KafkaConsumer(topic, bootstrap_servers=bs, auto_offset_reset="earliest",
-                       consumer_timeout_ms=5000)
-values = sorted(m.value for m in reader)
-reader.close()
-assert values == sorted([b"one"] + [b"many-%d" % i for i in range(50)]), values
-print("ok", len(values))
-"""
+        new_handle(handle_class, _Owner(), "t")
 
 
 @pytest.mark.broker
-def test_pure_python_core_end_to_end(kafka_cluster: Any, make_topic: Any) -> None:
-    """With ``SDK_PURE_PYTHON=1`` the Producer sends, resolves and counts as with the compiled
-    core; an independent reader (kafka-python) counts what landed."""
-    script = _END_TO_END.format(bs=kafka_cluster.bootstrap_servers, topic=make_topic(2))
-    assert run_pure_python(script, timeout=120)[:2] == ["ok", "51"]
+def test_handles_resolve_end_to_end(kafka_cluster: Any, make_topic: Any) -> None:
+    """The Producer sends, resolves and counts; an independent reader (kafka-python) counts
+    what landed."""
+    from kafka import KafkaConsumer
+
+    from sdk.producer import Producer, ProducerRecord
+    from sdk.profiles import ProducerProfile
+
+    bs, topic = kafka_cluster.bootstrap_servers, make_topic(2)
+    seen: list[Any] = []
+    profile = ProducerProfile(guarantee="at_least_once", bootstrap_servers=bs)
+    with Producer(profile, on_delivery=seen.append) as producer:
+        one = producer.send(topic, b"one", key=b"k")
+        many = producer.send_many([ProducerRecord(topic, b"many-%d" % i) for i in range(50)])
+        producer.flush(30)
+        assert one.result(10).topic == topic and one.record.value == b"one"
+        assert [h.result(10).offset >= 0 for h in many] == [True] * 50
+        assert producer.delivered == 51 and len(seen) == 51
+    reader = KafkaConsumer(
+        topic, bootstrap_servers=bs, auto_offset_reset="earliest", consumer_timeout_ms=5000
+    )
+    values = sorted(m.value for m in reader)
+    reader.close()
+    assert values == sorted([b"one"] + [b"many-%d" % i for i in range(50)])

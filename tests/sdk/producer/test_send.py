@@ -1,17 +1,12 @@
-"""``Producer.send()``: the compiled fast path (``sdk/producer/_send.c``) and the Python method.
+"""``Producer.send()``: its fast path and its general path, bound or called on the class.
 
-Where the extension was built, ``Producer.send`` is a ``FastSend`` that wraps the Python method
-and passes it every call it does not take itself. Every test here runs on both: the Python
-method alone (``FastSend.__wrapped__``, the twin) and the compiled one. No broker: a real
-confluent-kafka client pointed at a closed port queues records locally, which is all ``send()``
-does before librdkafka's own thread takes over; nothing is ever delivered. The broker-side
-behaviour of ``send()`` is in ``test_producer.py``, and the pure-Python build runs end to end in
-``test_handle.test_pure_python_core_end_to_end``.
+No broker: a real confluent-kafka client pointed at a closed port queues records locally,
+which is all ``send()`` does before librdkafka's own thread takes over; nothing is ever
+delivered. The broker-side behaviour of ``send()`` is in ``test_producer.py``.
 """
 
 from __future__ import annotations
 
-import inspect
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -20,23 +15,20 @@ import pytest
 from confluent_kafka import Producer as RawProducer
 
 from sdk.errors import ClosedError, KafkaTimeoutError, RecordTooLargeError
-from sdk.producer import DeliveryHandle, Producer, ProducerRecord, _handle
+from sdk.producer import DeliveryHandle, Producer, ProducerRecord
 from sdk.profiles import ProducerProfile
-
-COMPILED = type(Producer.send).__name__ == "FastSend"
-PYTHON_SEND: Any = Producer.send.__wrapped__ if COMPILED else Producer.send  # type: ignore[attr-defined]
 
 
 def _bound_send(producer: Producer, *args: Any, **kwargs: Any) -> Any:
-    """``send = producer.send; send(...)``: the compiled build's ``BoundSend``."""
+    """``send = producer.send; send(...)``: a bound method kept by the caller."""
     send = producer.send
     return send(*args, **kwargs)
 
 
-SENDS: list[Any] = [pytest.param(PYTHON_SEND, id="python")]
-if COMPILED:
-    SENDS.append(pytest.param(Producer.send, id="compiled"))
-    SENDS.append(pytest.param(_bound_send, id="compiled-bound"))
+SENDS: list[Any] = [
+    pytest.param(Producer.send, id="method"),
+    pytest.param(_bound_send, id="bound"),
+]
 
 CLOSED_PORT = "127.0.0.1:1"  # nothing listens: records stay queued in librdkafka
 
@@ -70,7 +62,7 @@ def send(request: pytest.FixtureRequest) -> Any:
 @pytest.fixture
 def producer() -> Iterator[Producer]:
     p = _producer()
-    PYTHON_SEND(p, "t", b"warm")  # opens the client; "t" is known from now on
+    Producer.send(p, "t", b"warm")  # opens the client; "t" is known from now on
     yield p
     _drop(p)
 
@@ -169,7 +161,7 @@ def test_a_refused_record_goes_to_the_general_path_which_translates(
 def test_a_full_queue_is_waited_on_then_reported(send: Any) -> None:
     p = _producer(**{"queue.buffering.max.messages": 1})
     try:
-        PYTHON_SEND(p, "t", b"first")  # opens the client; fills the queue
+        Producer.send(p, "t", b"first")  # opens the client; fills the queue
         with pytest.raises(KafkaTimeoutError) as info:
             send(p, "t", b"second", key=b"k")
         assert info.value.record == ProducerRecord("t", b"second", b"k")
@@ -180,7 +172,7 @@ def test_a_full_queue_is_waited_on_then_reported(send: Any) -> None:
 def test_an_interrupt_in_produce_propagates_and_keeps_nothing(send: Any) -> None:
     p = _producer(cls=_InterruptingClient)
     try:
-        PYTHON_SEND(p, "t", b"warm")
+        Producer.send(p, "t", b"warm")
         value = b"interrupt"
         refs = sys.getrefcount(p), sys.getrefcount(value)
         with pytest.raises(KeyboardInterrupt):
@@ -192,7 +184,7 @@ def test_an_interrupt_in_produce_propagates_and_keeps_nothing(send: Any) -> None
 
 def test_a_closed_producer_is_refused(send: Any) -> None:
     p = _producer()
-    PYTHON_SEND(p, "t", b"warm")
+    Producer.send(p, "t", b"warm")
     _drop(p)
     with pytest.raises(ClosedError):
         send(p, "t", b"v")
@@ -210,57 +202,3 @@ def test_fast_path_handles_hold_their_parts_and_release_them_when_dropped(
     producer._failures.clear()
     del handles
     assert (sys.getrefcount(value), sys.getrefcount(key)) == refs
-
-
-@pytest.mark.skipif(not COMPILED, reason="the C extension was not built")
-def test_the_compiled_send_binds_and_describes_itself_as_the_python_method() -> None:
-    p = _producer()
-    try:
-        bound = p.send
-        assert bound.__self__ is p and bound.__func__ is Producer.send  # type: ignore[attr-defined]
-        assert Producer.__dict__["send"].__get__(None, Producer) is Producer.send
-        assert Producer.send.__name__ == "send"
-        assert Producer.send.__doc__ == PYTHON_SEND.__doc__
-        assert inspect.signature(Producer.send) == inspect.signature(PYTHON_SEND)
-        assert type(bound).__name__ == "BoundSend"  # keeps the producer's _hot: no lookup
-        assert bound == p.send and hash(bound) == hash(p.send) and bound != _producer().send
-        assert repr(bound).startswith("<bound method Producer.send of <sdk.producer")
-        assert bound.__name__ == "send" and bound.__doc__ == PYTHON_SEND.__doc__
-        assert inspect.signature(bound) == inspect.signature(PYTHON_SEND.__get__(p))
-        handle = bound("t", b"v")  # the first record: general path (the client opens)
-        assert handle._record == ProducerRecord("t", b"v")
-        assert bound("t", b"v")._record is None  # then the fast path
-    finally:
-        _drop(p)
-
-
-@pytest.mark.skipif(not COMPILED, reason="the C extension was not built")
-@pytest.mark.parametrize(
-    ("kwargs", "python_calls"),
-    [({"key": b"k"}, []), ({"key": b"k", "partition": None}, []), ({"partition": 1}, ["send"])],
-)
-@pytest.mark.parametrize("bound", [False, True], ids=["method-call", "bound"])
-def test_the_compiled_fast_path_runs_no_python_code(
-    producer: Producer, kwargs: Any, python_calls: list[str], bound: bool
-) -> None:
-    calls: list[str] = []
-
-    def profile(frame: Any, event: str, arg: Any) -> None:
-        if event == "call":
-            calls.append(frame.f_code.co_name)
-
-    send = producer.send if bound else None
-    sys.setprofile(profile)
-    try:
-        if send is not None:
-            send("t", b"v", **kwargs)
-        else:
-            producer.send("t", b"v", **kwargs)
-    finally:
-        sys.setprofile(None)
-    # the Python method (and what it calls) runs only for a call the fast path does not take
-    assert calls[: len(python_calls)] == python_calls and bool(calls) == bool(python_calls)
-
-
-def test_the_handle_core_and_the_send_come_from_the_same_build() -> None:
-    assert COMPILED == _handle.COMPILED

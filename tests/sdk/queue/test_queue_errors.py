@@ -93,7 +93,7 @@ def test_a_poll_without_errors_is_handed_on_whole_and_counted() -> None:
 
 @pytest.mark.skipif(Messages is None, reason="this confluent-kafka's poll returns a list")
 def test_a_messages_poll_is_handed_on_as_a_list_of_its_records() -> None:
-    # handle_run indexes a list in C; a Messages poll once took the per-record Python loop
+    # handle_run indexes a list: a Messages poll is made a list first
     queue = QueueConsumer(_profile(), ["t"], telemetry=False)
     messages = [Message(topic="t", partition=0, offset=i, value=b"v") for i in range(3)]
     polled, copies = Messages(messages), []
