@@ -1,5 +1,10 @@
 """Testing support: a real local Kafka cluster (Maven-resolved jars), backends and fixtures.
 
+Opt-in: nothing here is imported by the SDK itself, and its pytest fixtures reach a session only
+when asked for. Install ``kafka-semantics[testing]`` and, in the rootdir's ``conftest.py``::
+
+    pytest_plugins = ["sdk.testing.pytest_plugin"]
+
 See :class:`sdk.testing.cluster.LocalCluster` and the pytest plugin in
 :mod:`sdk.testing.pytest_plugin`. Unit tests without a broker use the fake clients of
 :mod:`sdk.testing.fakes`.

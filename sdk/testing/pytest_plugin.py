@@ -1,4 +1,8 @@
-"""pytest plugin (auto-registered via the ``pytest11`` entry point) with Kafka fixtures.
+"""pytest plugin with Kafka fixtures; opt-in, installing the SDK registers nothing.
+
+Install ``kafka-semantics[testing]`` and name the plugin in the rootdir's ``conftest.py``::
+
+    pytest_plugins = ["sdk.testing.pytest_plugin"]
 
 Fixtures:
     kafka_cluster: session-scoped 1-node cluster (see :func:`sdk.testing.backends.open_cluster`).
