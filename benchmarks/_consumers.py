@@ -29,17 +29,11 @@ def _group() -> str:
 
 
 def _raw_profile_config(bootstrap: str) -> dict[str, Any]:
-    """The SDK at_least_once consumer settings, minus the SDK's fetch.queue.backoff.ms choice.
-
-    A peer keeps librdkafka's default unless ``--fetch-backoff-ms`` sets one for everyone.
-    """
-    config = dict(
-        ConsumerProfile(
-            guarantee="at_least_once", bootstrap_servers=bootstrap, group_id=_group()
-        ).render()
-    )
-    config.pop("fetch.queue.backoff.ms", None)
-    return _harness.raw_consumer_config(config)
+    """The SDK at_least_once consumer settings, with the run's fetch.queue.backoff.ms."""
+    config = ConsumerProfile(
+        guarantee="at_least_once", bootstrap_servers=bootstrap, group_id=_group()
+    ).render()
+    return _harness.raw_consumer_config(dict(config))
 
 
 def handler(record: Any) -> None:

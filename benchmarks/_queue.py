@@ -16,7 +16,7 @@ import uuid
 from typing import Any
 
 from benchmarks._consumers import handler
-from benchmarks._harness import Result
+from benchmarks._harness import Result, sdk_consumer_fields
 
 GROUP = "queue"
 _CASES = {
@@ -76,7 +76,12 @@ def _work(
     from sdk.consumer import Consumer
     from sdk.profiles import ConsumerProfile
 
-    cp = ConsumerProfile(guarantee="at_least_once", bootstrap_servers=bs, group_id=group)
+    cp = ConsumerProfile(
+        guarantee="at_least_once",
+        bootstrap_servers=bs,
+        group_id=group,
+        **sdk_consumer_fields(),
+    )
     with Consumer(cp, [topic], telemetry=False) as consumer:
         while not done.is_set():
             consumer.run(handle, idle_timeout=0.5)

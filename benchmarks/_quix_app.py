@@ -18,6 +18,7 @@ def main() -> None:
         commit_interval=0.1,
         auto_create_topics=False,
         loglevel="WARNING",
+        consumer_extra_config={"fetch.queue.backoff.ms": spec["fetch_backoff_ms"]},
     )
     source = app.topic(spec["source"], key_deserializer="bytes", value_deserializer="bytes")
     output = app.topic(spec["output"], key_serializer="bytes", value_serializer="bytes")

@@ -235,6 +235,7 @@ def quix(bootstrap: str, source: str, n: int, size: int) -> Result | None:
         "output": out,
         "n": n,
         "group": f"bench-{uuid.uuid4().hex[:8]}",
+        "fetch_backoff_ms": _harness.FETCH_BACKOFF_MS,
     }
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run(
