@@ -19,7 +19,7 @@ from sdk.profiles._processing import ProcessingProfile
 from sdk.profiles._producer import ProducerProfile
 from sdk.profiles._queue import QueueProfile
 
-__all__ = ["DESCRIPTIONS", "reference_markdown"]
+__all__ = ["DESCRIPTIONS", "MODEL_DESCRIPTIONS", "reference_markdown"]
 
 #: One line per field: what it does. A field missing here fails the reference test.
 DESCRIPTIONS: dict[str, str] = {
@@ -87,6 +87,11 @@ DESCRIPTIONS: dict[str, str] = {
     "ssl_certificate_location": "client certificate file",
     "ssl_key_location": "client key file",
     "ssl_key_password": "client key password (SecretStr: never printed)",
+}
+
+#: Where one model's field means something else than its line in :data:`DESCRIPTIONS`.
+MODEL_DESCRIPTIONS: dict[tuple[str, str], str] = {
+    ("QueueProfile", "group_id"): "share group (KIP-932), not a consumer group",
 }
 
 _MODELS: list[tuple[type[BaseModel], str]] = [
@@ -163,7 +168,7 @@ def reference_markdown() -> str:
         for name, info in model.model_fields.items():
             lines.append(
                 f"| `{name}` | {_type_name(info.annotation)} | {_default(model, name)} | "
-                f"{DESCRIPTIONS[name]} |"
+                f"{MODEL_DESCRIPTIONS.get((model.__name__, name), DESCRIPTIONS[name])} |"
             )
     lines += [
         "",
