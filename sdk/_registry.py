@@ -2,7 +2,9 @@
 
 Lookup order for a name: the built-ins and :meth:`Registry.register` registrations, then the
 strategy's entry-point group. An entry point may name an instance, a class, or any
-zero-argument factory; whatever it yields goes through the strategy's own shape ``check``.
+zero-argument factory; whatever it yields goes through the one shape check,
+:meth:`Registry.check`. A strategy's package publishes the registry's bound methods as its
+``register_*``, ``unregister_*``, ``available_*`` and ``resolve_*`` functions.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from importlib import metadata
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from sdk.errors import ConfigurationError
 
@@ -22,6 +24,9 @@ T = TypeVar("T")
 class Registry(Generic[T]):
     """Names → zero-argument factories, plus an entry-point group, for one strategy kind.
 
+    Every strategy has a ``name``, a ``native_name`` (librdkafka's name for the same strategy,
+    or None) and its one ``method``.
+
     Args:
         kind: The profile field and noun in messages, e.g. ``"partitioner"``.
         type_name: The Protocol's name with its article, e.g. ``"a Partitioner"``.
@@ -29,8 +34,10 @@ class Registry(Generic[T]):
         builtins: Built-in names and factories (never replaced or removed).
         default: The name :meth:`resolve` uses for ``None``.
         method: The strategy's one method; an entry point without it is called as a factory.
-        check: ``check(candidate, origin)`` returns the candidate typed, or raises
-            :class:`~sdk.errors.ConfigurationError` naming ``origin``.
+        attributes: What a strategy has besides ``name``, ``native_name`` and ``method``.
+        instances_only: Refuse a class given where an instance belongs.
+        check: A further check of the strategy's own, run after the attributes are found;
+            raises :class:`~sdk.errors.ConfigurationError` naming ``origin``.
     """
 
     def __init__(
@@ -42,10 +49,14 @@ class Registry(Generic[T]):
         builtins: Mapping[str, Callable[[], T]],
         default: str,
         method: str,
-        check: Callable[[Any, str], T],
+        attributes: tuple[str, ...] = (),
+        instances_only: bool = False,
+        check: Callable[[Any, str], None] | None = None,
     ) -> None:
         self.kind, self.type_name, self.group = kind, type_name, group
         self.default, self._method, self._check = default, method, check
+        self._needed = ("name", "native_name", *attributes, method)
+        self._instances_only = instances_only
         self._builtins = dict(builtins)
         self._lock = threading.Lock()
         self._registered: dict[str, Callable[[], T]] = dict(builtins)
@@ -53,8 +64,38 @@ class Registry(Generic[T]):
     def _error(self, message: str) -> ConfigurationError:
         return ConfigurationError(message, field=self.kind)
 
+    def check(self, candidate: Any, origin: str) -> T:
+        """Return ``candidate`` typed as the strategy once its shape is right.
+
+        Raises:
+            ConfigurationError: ``candidate`` (named by ``origin`` in the message) lacks an
+                attribute, its method is not callable, its ``native_name`` is not a str or
+                None, or the strategy's own check refused it.
+        """
+        if self._instances_only and isinstance(candidate, type):
+            raise self._error(
+                f"{origin} is a class, not {self.type_name} instance: pass {candidate.__name__}()"
+            )
+        missing = [attr for attr in self._needed if not hasattr(candidate, attr)]
+        if missing or not callable(getattr(candidate, self._method)):
+            raise self._error(
+                f"{origin} is not {self.type_name} (missing "
+                f"{', '.join(missing) or self._method + '()'}): {candidate!r}"
+            )
+        if self._check is not None:
+            self._check(candidate, origin)
+        native = candidate.native_name
+        if native is not None and not isinstance(native, str):
+            raise self._error(f"{origin}: native_name must be a str or None, got {native!r}")
+        return cast(T, candidate)
+
     def register(self, name: str, factory: Callable[[], T], *, replace: bool = False) -> None:
-        """Register ``factory`` under ``name``.
+        """Register a factory under ``name``.
+
+        Args:
+            name: The name profiles use.
+            factory: Zero-argument callable (a class, or ``lambda: instance``).
+            replace: Allow replacing an existing registration (never a built-in).
 
         Raises:
             ConfigurationError: The name is empty, a built-in, or taken and ``replace`` is False.
@@ -70,7 +111,10 @@ class Registry(Generic[T]):
             self._registered[name] = factory
 
     def unregister(self, name: str) -> None:
-        """Remove a registration (missing names are ignored).
+        """Remove a registration made with :meth:`register` (missing names are ignored).
+
+        Args:
+            name: The registered name.
 
         Raises:
             ConfigurationError: ``name`` is a built-in.
@@ -84,7 +128,11 @@ class Registry(Generic[T]):
         return {ep.name: ep for ep in metadata.entry_points(group=self.group)}
 
     def available(self) -> list[str]:
-        """Every resolvable name, sorted: built-ins, registrations and entry points."""
+        """Return every resolvable name, sorted: built-ins, registrations and entry points.
+
+        Returns:
+            The sorted names.
+        """
         with self._lock:
             names = set(self._registered)
         return sorted(names | set(self._entry_points()))
@@ -102,10 +150,17 @@ class Registry(Generic[T]):
                 loaded = loaded()
             except Exception as exc:
                 raise self._error(f"{origin} failed: {exc}") from exc
-        return self._check(loaded, origin)
+        return self.check(loaded, origin)
 
     def resolve(self, spec: str | T | None = None) -> T:
-        """Turn a profile value (name, instance or None for the default) into a strategy.
+        """Turn a profile value into a strategy.
+
+        Args:
+            spec: A name (built-in, registered, or an entry point of the strategy's group), an
+                instance (returned as is after the shape check), or None for the default.
+
+        Returns:
+            The strategy.
 
         Raises:
             ConfigurationError: Unknown name (the message lists the valid ones), a broken
@@ -114,7 +169,7 @@ class Registry(Generic[T]):
         if spec is None:
             spec = self.default
         if not isinstance(spec, str):
-            return self._check(spec, f"the {self.kind}")
+            return self.check(spec, f"the {self.kind}")
         with self._lock:
             factory = self._registered.get(spec)
         if factory is not None:
@@ -124,7 +179,7 @@ class Registry(Generic[T]):
                 raise
             except Exception as exc:
                 raise self._error(f"{self.kind} factory {spec!r} failed: {exc}") from exc
-            return self._check(made, f"{self.kind} {spec!r}")
+            return self.check(made, f"{self.kind} {spec!r}")
         entry_points = self._entry_points()
         if spec in entry_points:
             return self._from_entry_point(entry_points[spec])

@@ -51,23 +51,9 @@ _BUILTINS: dict[str, AssignorFactory] = {
 }
 
 
-def _check(candidate: Any, origin: str) -> Assignor:
-    missing = [attr for attr in ("name", "native_name", "assign") if not hasattr(candidate, attr)]
-    if missing or not callable(candidate.assign):
-        raise ConfigurationError(
-            f"{origin} is not an Assignor (missing {', '.join(missing) or 'assign()'}): "
-            f"{candidate!r}",
-            field="assignor",
-        )
+def _named(candidate: Any, origin: str) -> None:
     if not isinstance(candidate.name, str) or not candidate.name:
         raise ConfigurationError(f"{origin}: name must be a non-empty str", field="assignor")
-    native = candidate.native_name
-    if native is not None and not isinstance(native, str):
-        raise ConfigurationError(
-            f"{origin}: native_name must be a str or None, got {native!r}", field="assignor"
-        )
-    result: Assignor = candidate
-    return result
 
 
 _REGISTRY: Registry[Assignor] = Registry(
@@ -77,58 +63,11 @@ _REGISTRY: Registry[Assignor] = Registry(
     builtins=_BUILTINS,
     default=DEFAULT_ASSIGNOR,
     method="assign",
-    check=_check,
+    check=_named,
 )
 
-
-def register_assignor(name: str, factory: AssignorFactory, *, replace: bool = False) -> None:
-    """Register an assignor factory under ``name``.
-
-    Args:
-        name: The name profiles use.
-        factory: Zero-argument callable (a class, or ``lambda: instance``).
-        replace: Allow replacing an existing registration (never a built-in).
-
-    Raises:
-        ConfigurationError: The name is empty, a built-in, or taken and ``replace`` is False.
-    """
-    _REGISTRY.register(name, factory, replace=replace)
-
-
-def unregister_assignor(name: str) -> None:
-    """Remove a registration made with :func:`register_assignor` (missing names are ignored).
-
-    Args:
-        name: The registered name.
-
-    Raises:
-        ConfigurationError: ``name`` is a built-in.
-    """
-    _REGISTRY.unregister(name)
-
-
-def available_assignors() -> list[str]:
-    """Return every resolvable name, sorted: built-ins, registrations and entry points.
-
-    Returns:
-        The sorted names.
-    """
-    return _REGISTRY.available()
-
-
-def resolve_assignor(spec: str | Assignor | None = None) -> Assignor:
-    """Turn a profile value into an :class:`~sdk.assignors.Assignor`.
-
-    Args:
-        spec: A name (built-in, registered, or an entry point of ``kafka_semantics.assignors``),
-            an Assignor instance (returned as is after a shape check), or None for the default
-            (``"range"``, librdkafka's default too).
-
-    Returns:
-        The assignor.
-
-    Raises:
-        ConfigurationError: Unknown name (the message lists the valid ones), a broken entry
-            point, or an object that is not an Assignor.
-    """
-    return _REGISTRY.resolve(spec)
+# the public functions are the registry's own methods (their docstrings say what each does)
+register_assignor = _REGISTRY.register
+unregister_assignor = _REGISTRY.unregister
+available_assignors = _REGISTRY.available
+resolve_assignor = _REGISTRY.resolve

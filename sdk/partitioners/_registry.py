@@ -12,10 +12,8 @@ the ``kafka_semantics.partitioners`` entry-point group. An entry point may name 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from sdk._registry import Registry
-from sdk.errors import ConfigurationError
 from sdk.partitioners._native import CONSISTENT, CONSISTENT_RANDOM, FNV1A, MURMUR2, RANDOM
 from sdk.partitioners._protocol import Partitioner
 from sdk.partitioners._python import (
@@ -54,32 +52,6 @@ _BUILTINS: dict[str, PartitionerFactory] = {
 }
 
 
-def _check(candidate: Any, origin: str) -> Partitioner:
-    if isinstance(candidate, type):
-        raise ConfigurationError(
-            f"{origin} is a class, not a Partitioner instance: pass {candidate.__name__}()",
-            field="partitioner",
-        )
-    missing = [
-        attr
-        for attr in ("name", "native_name", "requires_consistency", "for_topic")
-        if not hasattr(candidate, attr)
-    ]
-    if missing or not callable(candidate.for_topic):
-        raise ConfigurationError(
-            f"{origin} is not a Partitioner (missing {', '.join(missing) or 'for_topic()'}): "
-            f"{candidate!r}",
-            field="partitioner",
-        )
-    native = candidate.native_name
-    if native is not None and not isinstance(native, str):
-        raise ConfigurationError(
-            f"{origin}: native_name must be a str or None, got {native!r}", field="partitioner"
-        )
-    result: Partitioner = candidate
-    return result
-
-
 _REGISTRY: Registry[Partitioner] = Registry(
     kind="partitioner",
     type_name="a Partitioner",
@@ -87,58 +59,12 @@ _REGISTRY: Registry[Partitioner] = Registry(
     builtins=_BUILTINS,
     default=DEFAULT_PARTITIONER,
     method="for_topic",
-    check=_check,
+    attributes=("requires_consistency",),
+    instances_only=True,
 )
 
-
-def register_partitioner(name: str, factory: PartitionerFactory, *, replace: bool = False) -> None:
-    """Register a partitioner factory under ``name``.
-
-    Args:
-        name: The name profiles use.
-        factory: Zero-argument callable (a class, or ``lambda: instance``).
-        replace: Allow replacing an existing registration (never a built-in).
-
-    Raises:
-        ConfigurationError: The name is empty, a built-in, or taken and ``replace`` is False.
-    """
-    _REGISTRY.register(name, factory, replace=replace)
-
-
-def unregister_partitioner(name: str) -> None:
-    """Remove a registration made with :func:`register_partitioner` (missing names are ignored).
-
-    Args:
-        name: The registered name.
-
-    Raises:
-        ConfigurationError: ``name`` is a built-in.
-    """
-    _REGISTRY.unregister(name)
-
-
-def available_partitioners() -> list[str]:
-    """Return every resolvable name, sorted: built-ins, registrations and entry points.
-
-    Returns:
-        The sorted names.
-    """
-    return _REGISTRY.available()
-
-
-def resolve_partitioner(spec: str | Partitioner | None = None) -> Partitioner:
-    """Turn a profile value into a :class:`~sdk.partitioners.Partitioner`.
-
-    Args:
-        spec: A name (built-in, registered, or an entry point of ``kafka_semantics.partitioners``),
-            a Partitioner instance (returned as is after a shape check), or None for the default
-            (``"murmur2"``).
-
-    Returns:
-        The partitioner.
-
-    Raises:
-        ConfigurationError: Unknown name (the message lists the valid ones), a broken entry
-            point, or an object that is not a Partitioner.
-    """
-    return _REGISTRY.resolve(spec)
+# the public functions are the registry's own methods (their docstrings say what each does)
+register_partitioner = _REGISTRY.register
+unregister_partitioner = _REGISTRY.unregister
+available_partitioners = _REGISTRY.available
+resolve_partitioner = _REGISTRY.resolve
