@@ -8,7 +8,7 @@ from typing import Any
 from confluent_kafka import KafkaError, TopicPartition
 
 from sdk._client import ConsumerClient, call_kafka
-from sdk._membership import (
+from sdk.consumer._at_most_once import (
     HandledMarks,
     check_partitions,
     commit_before_handling,
@@ -54,9 +54,9 @@ class OffsetKeeper:
 
         The batch is handled only if the commit was accepted for this member's generation:
         if the group session is gone before or after the commit (``memberid()`` changed or
-        cleared, see :mod:`sdk._membership`), the batch is not handled — another member may
-        own its partitions and have started from the older committed offset. Records the
-        client delivers again below a position already committed are dropped.
+        cleared, see :mod:`sdk.consumer._at_most_once`), the batch is not handled — another
+        member may own its partitions and have started from the older committed offset.
+        Records the client delivers again below a position already committed are dropped.
 
         Returns:
             The records to handle (at_least_once: ``messages``). Empty if a rebalance refused

@@ -25,10 +25,11 @@ Safeguard = Literal[
     "unowned_batch", "redelivered", "stalled_call", "slow_handler", "ack_refused", "ack_failed"
 ]
 """``unowned_batch``: an at_most_once batch was not handled because its pre-handling commit was
-refused or the group session was lost around it (sdk/_membership.py). ``redelivered``:
-at_most_once records that the client delivered again below the position already committed
-before handling were dropped (sdk/_membership.py). ``stalled_call``: a transactional call
-ignored its timeout and its producer was abandoned (librdkafka #5456). Queues (sdk.queue):
+refused or the group session was lost around it (sdk/consumer/_at_most_once.py).
+``redelivered``: at_most_once records that the client delivered again below the position
+already committed before handling were dropped (sdk/consumer/_at_most_once.py).
+``stalled_call``: a transactional call ignored its timeout and its producer was abandoned
+(librdkafka #5456). Queues (sdk.queue):
 ``slow_handler``: a handler ran longer than the record's acquisition lock; ``ack_refused``: an
 at_most_once acknowledgement was refused, so the records were not handled; ``ack_failed``: the
 broker refused acknowledgements sent after handling (their records are delivered again)."""

@@ -12,8 +12,8 @@ from confluent_kafka import Consumer as _ConsumerClient
 from confluent_kafka import TopicPartition
 
 from sdk._client import ConsumerClient, ProducerClient, call_kafka
-from sdk._membership import HandledMarks, commit_before_handling, member_id
 from sdk._signals import sigterm_stops
+from sdk.consumer._at_most_once import HandledMarks, commit_before_handling, member_id
 from sdk.core.failure import HandlerRunner
 from sdk.core.session import TransactionSession
 from sdk.errors import (

@@ -59,7 +59,7 @@ class ProcessorStats(TransactionStats):
         rewinds: Times the consumer was seeked back to its committed offsets.
         commit_refused: at_most_once: batches not handled because a rebalance refused their
             pre-handling commit or the group session was lost around it (rewound; see
-            :mod:`sdk._membership`).
+            :mod:`sdk.consumer._at_most_once`).
         redelivered: at_most_once: records dropped because the client delivered them again
             below a position already committed before handling; handing them out again
             would duplicate them.

@@ -2,8 +2,8 @@
 
 Everything a broker can show deterministically is tested on the broker (test_ordering.py);
 this file covers only the race where a rebalance refuses at_most_once's pre-handling commit,
-the group session lost around that commit (``memberid()`` cleared, see sdk/_membership.py) and
-a store for a partition that is no longer assigned.
+the group session lost around that commit (``memberid()`` cleared, see
+sdk/consumer/_at_most_once.py) and a store for a partition that is no longer assigned.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
-"""The one at-most-once commit (shared by Consumer and Processor) and what it needs.
+"""The at-most-once commit: a polled batch committed before any handler sees it.
 
-:func:`commit_before_handling` commits a polled batch before any handler sees it; membership
-facts and the batch positions to commit or to rewind to.
+One implementation for the Consumer and the Processor (which imports it from here, the layer
+below it). :func:`commit_before_handling` commits the batch; around it, the membership facts
+it checks, the marks that keep a record from being handed out twice, and the batch positions
+to commit or to rewind to.
 
 An at-most-once batch may be handled only if its pre-handling commit was accepted *for this
 member's generation*. librdkafka clears the member id (``memberid()`` → ``None``) the moment
