@@ -84,6 +84,10 @@ class ProducerClient(Protocol):
         """Drop queued (and in-flight) records."""
         ...
 
+    def __len__(self) -> int:
+        """Records queued or in flight (awaiting their delivery report)."""
+        ...
+
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
         """Cluster metadata (a ``confluent_kafka.admin.ClusterMetadata``)."""
         ...

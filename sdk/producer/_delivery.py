@@ -1,25 +1,23 @@
-"""The delivery side of the Producer: what its handles and delivery callbacks report to.
+"""The delivery side of the Producer: what its delivery callbacks report to.
 
 librdkafka calls a delivery callback once per record, from whichever thread serves callbacks
-(``poll``/``flush``/``DeliveryHandle.result``). Those callbacks land here: the acknowledged and
-failed counters, the failures collected until the next ``flush()`` (each translated once, with
-its record), the unknown-partition hint to the partitioner, the delivery metrics and the user's
-``on_delivery``. The observed send (an OpenTelemetry SDK recording) is here too: its span and
-trace headers, and the timed handle whose delivery feeds the latency metric.
+(``poll``/``flush``/``DeliveryHandle.result``). Those callbacks land in the producer's
+:class:`DeliveryLedger`: the acknowledged and failed counters, the failures collected until the
+next ``flush()`` (each translated once, with its record), the unknown-partition hint to the
+partitioner, the delivery metrics and the user's ``on_delivery``. :class:`TimedHandle` is the
+handle of the observed send (an OpenTelemetry SDK recording), whose delivery feeds the latency
+metric.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import KafkaError
 
-from sdk._client import translating
-from sdk.core.session import TransactionSession
-from sdk.errors import DeliveryError, KafkaClientError, SdkError, from_kafka_error
+from sdk.errors import DeliveryError, KafkaClientError, from_kafka_error
 from sdk.observability import Telemetry
 from sdk.partitioners import PartitionRouter
 from sdk.producer._handle import HotPath
@@ -34,80 +32,47 @@ UNKNOWN_PARTITION_CODES = frozenset(
 
 
 class DeliveryLedger:
-    """Mixin of :class:`~sdk.producer.Producer`: the owner its delivery handles report to.
+    """What one producer's delivery callbacks report to.
 
-    It implements what ``sdk.producer._records._Owner`` asks of a handle's owner. The delivered
-    count and the user's callback live on ``_hot`` (:data:`~sdk.producer._handle.HotPath`),
-    which the delivery callbacks and ``send()`` read once per record: C fields where the
-    extension was built, instead of producer attributes (a type and a dict lookup each).
+    The delivered count and the user's callback live on the producer's
+    :class:`~sdk.producer._handle.HotPath` (``hot``), which ``send()`` and a plain handle's
+    callback read once per record; the rest is here. The Producer is the handles' owner
+    (``sdk.producer._records._Owner``): its ``_delivered`` and ``_failed`` are this ledger's
+    :meth:`on_delivered` and :meth:`on_failed`.
 
-    State it owns is set by :meth:`_init_ledger`; what it needs from the class is declared
-    below (set by ``Producer.__init__``).
+    Args:
+        hot: The producer's per-record state (delivered count, ``on_delivery``).
+        router: The producer's partition router (told when a partition count is stale).
+        telemetry: Delivery metrics of the observed send's handles (None: none).
+        transactional: Whether the producer is exactly_once (decides the translated type).
+        lock: Guards :attr:`failures` (callbacks run on any thread); the Producer's lock, which
+            also guards the client's creation and replacement.
+
+    Attributes:
+        failed: Records that failed delivery so far.
+        failures: The failures collected since they were last taken.
     """
 
-    failed: int
-    """Records that failed delivery so far."""
-    _hot: HotPath
-    _failures: list[KafkaClientError]
-    _observed: bool
-    """Whether an OpenTelemetry SDK records (re-checked at creation, poll and flush)."""
-    # provided by the Producer
-    _client: Any  # the confluent-kafka client, or None
-    _lock: threading.Lock
-    _router: PartitionRouter
-    _telemetry: Telemetry | None
-    _transactional: bool
-    _session: TransactionSession | None
-    _produce: Callable[[Any, ProducerRecord, Any], None]
-
-    def _init_ledger(
-        self, on_delivery: Callable[[DeliveryHandle], None] | None, known_topics: set[str]
+    def __init__(
+        self,
+        hot: HotPath,
+        *,
+        router: PartitionRouter,
+        telemetry: Telemetry | None,
+        transactional: bool,
+        lock: threading.Lock,
     ) -> None:
-        self._hot = HotPath(known_topics, on_delivery)  # on_delivery: called per record
+        self._hot = hot
+        self._router = router
+        self._telemetry = telemetry
+        self._transactional = transactional
+        self._lock = lock
         self.failed = 0
-        self._failures = []
-        self._observed = False
-
-    @property
-    def delivered(self) -> int:
-        """Records acknowledged so far."""
-        delivered: int = self._hot.delivered
-        return delivered
-
-    # ------------------------------------------------------------------ telemetry
-    def _check_telemetry(self) -> None:
-        # an SDK installed after the Producer was made starts recording at the next check
-        tel = self._telemetry
-        self._observed = tel is not None and (tel.tracing_enabled() or tel.metrics_enabled())
-
-    def _send_observed(self, client: Any, record: ProducerRecord) -> DeliveryHandle:
-        """``send`` with a ``send <topic>`` span, trace headers and delivery metrics."""
-        tel = self._telemetry
-        assert tel is not None
-        handle = TimedHandle(record, self)
-        with tel.send_span(record.topic, record.partition, record.key):
-            traced = record._replace(headers=tel.inject(record.headers))
-            handle._t0 = time.perf_counter()
-            try:
-                self._produce(client, traced, handle)
-            except SdkError as exc:
-                exc.record = record  # type: ignore[attr-defined]  # the caller's own record
-                raise
-        span = self._session.span if self._session is not None else None
-        if span is not None:
-            span.add()
-        return handle
+        self.failures: list[KafkaClientError] = []
 
     # ------------------------------------------------------------------ for the handles
-    def _poll(self, timeout: float) -> Any:
-        """Serve callbacks (``DeliveryHandle.result`` waits with it); translated errors."""
-        client = self._client
-        if client is None:
-            return 0
-        with translating("poll"):
-            return client.poll(timeout)
-
-    def _delivered(self, handle: DeliveryHandle) -> None:
+    def on_delivered(self, handle: DeliveryHandle) -> None:
+        """A :class:`TimedHandle`'s record was acknowledged."""
         hot = self._hot
         hot.delivered += 1
         tel = self._telemetry
@@ -118,7 +83,8 @@ class DeliveryLedger:
         if callback is not None:
             callback(handle)
 
-    def _failed(self, handle: DeliveryHandle, err: Any) -> KafkaClientError:
+    def on_failed(self, handle: DeliveryHandle, err: Any) -> KafkaClientError:
+        """A handle's record failed: translate, keep for ``flush()``, put it on the handle."""
         self.failed += 1
         error = from_kafka_error(
             err,
@@ -129,7 +95,7 @@ class DeliveryLedger:
         if error.code in UNKNOWN_PARTITION_CODES:
             self._router.invalidate(handle.record.topic)
         with self._lock:
-            self._failures.append(error)
+            self.failures.append(error)
         handle._state = error
         if self._telemetry is not None and isinstance(handle, TimedHandle):
             self._telemetry.delivery_failed(
@@ -141,8 +107,8 @@ class DeliveryLedger:
         return error
 
     # ------------------------------------------------------------------ for send_batch
-    def _on_batch_delivery(self, err: Any, msg: Any) -> None:
-        """The one delivery callback shared by every record of ``send_batch`` (no handles)."""
+    def on_batch_delivery(self, err: Any, msg: Any) -> None:
+        """The one delivery callback of records without a handle (send_batch, outputs)."""
         if err is None:
             self._hot.delivered += 1
             return
@@ -158,27 +124,27 @@ class DeliveryLedger:
         if error.code in UNKNOWN_PARTITION_CODES:
             self._router.invalidate(record.topic)
         with self._lock:
-            self._failures.append(error)
+            self.failures.append(error)
 
     # ------------------------------------------------------------------ collected failures
-    def _take_failures(self) -> list[KafkaClientError]:
+    def take_failures(self) -> list[KafkaClientError]:
         """The delivery failures collected since the last call (and forget them)."""
         with self._lock:
-            failures, self._failures = self._failures, []
+            failures, self.failures = self.failures, []
         return failures
 
-    def _discard_failure(self, error: KafkaClientError | None) -> None:
+    def discard_failure(self, error: KafkaClientError | None) -> None:
         """Forget one failure already reported to the caller (``send_and_wait``)."""
         with self._lock:
-            self._failures = [f for f in self._failures if f is not error]
+            self.failures = [f for f in self.failures if f is not error]
 
-    def _raise_failures(self) -> None:
+    def raise_failures(self) -> None:
         """Report the failures collected since the last call as one error (and forget them).
 
         Raises:
             DeliveryError: Records failed; ``.failures`` lists each error with its record.
         """
-        failures = self._take_failures()
+        failures = self.take_failures()
         if failures:
             first = failures[0]
             raise DeliveryError(

@@ -1,35 +1,46 @@
 """The SDK producer: a guarantee-shaped wrapper that holds a ``confluent_kafka.Producer``.
 
-This module has the Producer's construction, lifecycle and send API, with the fast path: bytes
-in, librdkafka places, topic known -> straight to ``client.produce``. The rest is held or mixed
-in from its neighbours: the general path under the fast one (``_enqueue.RecordPath``), the
-client's creation and ``error_cb`` and the topic lookup (``_client_errors``), what delivery
-callbacks report to and the observed send (``_delivery.DeliveryLedger``), and the transaction
-methods with the hooks of :mod:`sdk.core.session` (``_transactions.TransactionMethods``).
+This module has the Producer's construction, lifecycle and public API, with ``send()``'s fast
+path: bytes in, librdkafka places, topic known -> straight to ``client.produce``. The rest is
+held by the Producer, one object each: the general path under the fast one
+(``_enqueue.RecordPath``), the client's ``error_cb`` and topic lookup
+(``_client_errors.ClientErrors``), what delivery callbacks report to
+(``_delivery.DeliveryLedger``), and its transactional side (``_transactions.
+TransactionalOutput``: the transactional calls and a transaction's outputs, the one interface
+the transactional session of :mod:`sdk.core.session` drives). ``send_many``/``send_batch``
+share one loop (``_batch.enqueue_each``).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 import warnings
-from collections.abc import Callable, Mapping
-from contextlib import suppress
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from sdk._client import positional_produce, translating
+from sdk._client import ProducerClient, positional_produce, translating
 from sdk.core.lifecycle import Lifecycle
-from sdk.core.session import TransactionSession
-from sdk.errors import ClosedError, ConfigurationError, KafkaTimeoutError, SdkError
+from sdk.core.records import TransactionStats
+from sdk.errors import (
+    ClosedError,
+    ConfigurationError,
+    KafkaClientError,
+    KafkaTimeoutError,
+    SdkError,
+    TransactionError,
+)
 from sdk.observability import Telemetry
 from sdk.partitioners import Partitioner, PartitionRouter
-from sdk.producer._batch import BatchSending
+from sdk.producer._batch import enqueue_each
 from sdk.producer._client_errors import ClientErrors
-from sdk.producer._delivery import DeliveryLedger
+from sdk.producer._delivery import DeliveryLedger, TimedHandle
 from sdk.producer._enqueue import RecordPath
-from sdk.producer._handle import new_handle
+from sdk.producer._handle import HotPath, new_handle
 from sdk.producer._records import DeliveryHandle, Headers, ProducerRecord, RecordMetadata
-from sdk.producer._transactions import TransactionMethods
+from sdk.producer._transactions import TransactionalOutput
 from sdk.profiles import Guarantee, ProducerProfile
 from sdk.serialization import Serializer, resolve_serializer
 
@@ -42,7 +53,7 @@ ProducerState = Lifecycle
 """The Producer's lifecycle, :class:`sdk.core.lifecycle.Lifecycle`: NEW, OPEN, CLOSED."""
 
 
-class Producer(DeliveryLedger, TransactionMethods, BatchSending):
+class Producer:
     """Produce records with the delivery guarantee of a :class:`~sdk.profiles.ProducerProfile`.
 
     The profile fixes acks, retries, idempotence, in-flight requests and (exactly_once) the
@@ -88,6 +99,10 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
     """
 
     _handle_type: type[DeliveryHandle] = DeliveryHandle  # sdk.aio: a handle with a future
+    # what a handle reports to (sdk.producer._records._Owner): the ledger's callbacks, bound
+    # once in __init__ so that a delivery costs no extra call
+    _delivered: Callable[[DeliveryHandle], None]
+    _failed: Callable[[DeliveryHandle, Any], KafkaClientError]
 
     def __init__(
         self,
@@ -138,17 +153,25 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
         self._native = self._router.native
         self._transactional = profile.guarantee is Guarantee.EXACTLY_ONCE
         self._factory = client_factory
-        self._client: Any = None
+        self._client: ProducerClient | None = None
         self._state = ProducerState.NEW
         self._lock = threading.Lock()
         """Guards the client's creation and the failures list (callbacks run on any thread)."""
         self._known_topics: set[str] = set()
         """Topics whose lookup succeeded: only these take the fast path (no lookup needed)."""
-        self._session: TransactionSession | None = None
-        """The transactional session driving this producer's transactions, once made."""
         self._errors = ClientErrors(transactional=self._transactional)
-        # _hot (delivered, on_delivery, the fast path), failed, the failures (DeliveryLedger)
-        self._init_ledger(on_delivery, self._known_topics)
+        self._hot = HotPath(self._known_topics, on_delivery)  # on_delivery: called per record
+        self._observed = False
+        """Whether an OpenTelemetry SDK records (re-checked at creation, poll and flush)."""
+        self._ledger = DeliveryLedger(
+            self._hot,
+            router=self._router,
+            telemetry=self._telemetry,
+            transactional=self._transactional,
+            lock=self._lock,
+        )
+        self._delivered = self._ledger.on_delivered
+        self._failed = self._ledger.on_failed
         path = RecordPath(
             key_ser,
             value_ser,
@@ -159,7 +182,7 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
             metadata_timeout_s=metadata_timeout_s,
             queue_full_timeout_s=queue_full_timeout_s,
             transactional=self._transactional,
-            in_transaction=lambda: self._session is not None and self._session.open,
+            in_transaction=lambda: self._output.open,
         )
         self._path = path
         # the bound method itself, not a delegating method: no extra call per record
@@ -167,6 +190,8 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
         """The general path of a record (:meth:`RecordPath.produce`) under the fast path."""
         self._fast = path.raw and self._native
         """Bytes in and librdkafka places: a record to a known topic goes straight to it."""
+        self._output = TransactionalOutput(self)
+        """The transactional calls and a transaction's outputs (one per producer)."""
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -183,6 +208,17 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
     def transactional(self) -> bool:
         """Whether the profile is exactly_once (records are sent only inside transactions)."""
         return self._transactional
+
+    @property
+    def delivered(self) -> int:
+        """Records acknowledged so far."""
+        delivered: int = self._hot.delivered
+        return delivered
+
+    @property
+    def failed(self) -> int:
+        """Records that failed delivery so far."""
+        return self._ledger.failed
 
     def __enter__(self) -> Producer:
         return self
@@ -206,27 +242,48 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
         in, librdkafka places, plain handles, nothing observed" for each record instead of four
         tests.
         """
-        super()._check_telemetry()
+        # an SDK installed after the Producer was made starts recording at the next check
+        tel = self._telemetry
+        self._observed = tel is not None and (tel.tracing_enabled() or tel.metrics_enabled())
+        client = self._client
         hot = (
             self._state is ProducerState.OPEN
             and self._fast
             and not self._observed
             and self._handle_type is DeliveryHandle
         )
-        self._hot.produce = positional_produce(self._client) if hot else None
+        self._hot.produce = positional_produce(client) if hot and client is not None else None
 
-    def _ensure_client(self) -> Any:
-        if self._state is ProducerState.OPEN:
-            return self._client
+    def _ensure_client(self) -> ProducerClient:
+        client = self._client
+        if client is not None and self._state is ProducerState.OPEN:
+            return client
         if self._state is ProducerState.CLOSED:
             raise ClosedError("this Producer is closed; create a new one")
         with self._lock:
-            if self._client is None:
-                self._client = self._errors.create_client(self._factory, self._config)
-                self._router.attach(self._client)
+            client = self._client
+            if client is None:
+                client = self._client = self._errors.create_client(self._factory, self._config)
+                self._router.attach(client)
                 self._state = ProducerState.OPEN
                 self._check_telemetry()
-        return self._client
+        return client
+
+    def _drop_client(self) -> ProducerClient | None:
+        """Forget the client without flushing (its transactional side makes a new epoch).
+
+        Returns:
+            The dropped client (the caller purges or abandons it), or None.
+        """
+        with self._lock:
+            client, self._client = self._client, None
+            self._hot.produce = None  # send()'s fast path must not reach the dropped client
+            self._ledger.failures = []
+        self._router.attach(None)  # re-attached to the next client when it is made
+        self._errors.clear()
+        if self._state is ProducerState.OPEN:
+            self._state = ProducerState.NEW
+        return client
 
     def close(self, timeout: float | None = 30.0) -> None:
         """Deliver what is queued, then release the client. Idempotent.
@@ -329,7 +386,9 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
                 f"send: topic must be a str or a ProducerRecord, got {type(topic).__name__}",
                 field="topic",
             )
-        client = self._client if self._state is ProducerState.OPEN else self._ensure_client()
+        client = self._client
+        if client is None or self._state is not ProducerState.OPEN:
+            client = self._ensure_client()
         if self._observed:
             return self._send_observed(client, record)
         if handle is None:  # a record send()'s fast path did not take (or asyncio's handle)
@@ -372,7 +431,7 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
         finally:
             if handle.exception() is not None:
                 # reported here; don't report it a second time at flush()
-                self._discard_failure(handle.exception())
+                self._ledger.discard_failure(handle.exception())
 
     def check_topic(self, record: ProducerRecord) -> None:
         """Check the record's topic exists (one metadata request) before a send needs it.
@@ -420,7 +479,7 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
         self._check_telemetry()
         with translating("flush"):
             remaining = int(client.flush(-1 if timeout is None else timeout))
-        if self._errors.fatal is not None and not self._failures:
+        if self._errors.fatal is not None and not self._ledger.failures:
             raise self._errors.fatal  # a delivery failure, if any, tells more than the fatal
         if not self._native:
             for topic in list(self._known_topics):
@@ -430,4 +489,188 @@ class Producer(DeliveryLedger, TransactionMethods, BatchSending):
                 f"flush: {remaining} record(s) still queued after {timeout}s; they stay queued "
                 "and may yet be delivered"
             )
-        self._raise_failures()
+        self._ledger.raise_failures()
+
+    def send_many(self, records: Iterable[ProducerRecord]) -> list[DeliveryHandle]:
+        """Queue many records with the least per-record overhead (the throughput path).
+
+        Delivery callbacks are served every 1,000 records, so the queue drains while this runs.
+
+        Args:
+            records: The records, in order.
+
+        Returns:
+            One handle per record, in order.
+
+        Raises:
+            SdkError: As :meth:`send`, for the first record that cannot be queued; the records
+                before it are queued (their handles are on ``.handles`` of the error).
+        """
+        handles: list[DeliveryHandle] = []
+        enqueue_each(self, records, handles)
+        return handles
+
+    def send_batch(self, records: Iterable[ProducerRecord]) -> int:
+        """Queue many records without per-record handles: the fastest path.
+
+        One shared delivery callback counts acknowledgements; a failed record is rebuilt from
+        the delivery report (topic, serialized key and value, headers, partition) and reported
+        by the next :meth:`flush` in ``DeliveryError.failures`` — so nothing is lost silently,
+        but a failed record comes back in its serialized (bytes) form. With an OpenTelemetry
+        SDK recording, records take the traced path of :meth:`send`.
+
+        Args:
+            records: The records, in order.
+
+        Returns:
+            The number of records queued.
+
+        Raises:
+            SdkError: As :meth:`send`, for the first record that cannot be queued; the records
+                before it are queued (``.queued`` on the error says how many).
+        """
+        return enqueue_each(self, records, None)
+
+    def _send_observed(self, client: ProducerClient, record: ProducerRecord) -> DeliveryHandle:
+        """``send`` with a ``send <topic>`` span, trace headers and delivery metrics."""
+        tel = self._telemetry
+        assert tel is not None
+        handle = TimedHandle(record, self)
+        with tel.send_span(record.topic, record.partition, record.key):
+            traced = record._replace(headers=tel.inject(record.headers))
+            handle._t0 = time.perf_counter()
+            try:
+                self._produce(client, traced, handle)
+            except SdkError as exc:
+                exc.record = record  # type: ignore[attr-defined]  # the caller's own record
+                raise
+        span = self._output.span
+        if span is not None:
+            span.add()
+        return handle
+
+    def _poll(self, timeout: float) -> Any:
+        """Serve callbacks (``DeliveryHandle.result`` waits with it); translated errors."""
+        client = self._client
+        if client is None:
+            return 0
+        with translating("poll"):
+            return client.poll(timeout)
+
+    # ------------------------------------------------------------------ transactions
+    def transactional_output(
+        self, *, stats: TransactionStats, telemetry: Telemetry | None
+    ) -> TransactionalOutput:
+        """This producer's transactional side, reporting to ``stats`` and ``telemetry``.
+
+        The one interface the transactional session (:mod:`sdk.core.session`) drives the
+        producer by: the transactional calls, a transaction's outputs and the state of the open
+        transaction. The transaction methods below are its steps, one call each.
+
+        Args:
+            stats: Where retries and stalled calls are counted.
+            telemetry: The span per transaction, retry and safeguard metrics (None: none).
+
+        Returns:
+            The producer's :class:`~sdk.producer._transactions.TransactionalOutput`.
+        """
+        output = self._output
+        output.stats, output.telemetry = stats, telemetry
+        return output
+
+    def _transactions(self) -> TransactionalOutput:
+        if not self._transactional:
+            raise ConfigurationError(
+                "transactions need an exactly_once profile (this one is "
+                f"{self.profile.guarantee.value})",
+                field="guarantee",
+            )
+        return self._output
+
+    def init_transactions(self, timeout: float = 60.0) -> None:
+        """Register the transactional id with the coordinator (fences older instances).
+
+        Called automatically by the first :meth:`begin_transaction`.
+
+        Args:
+            timeout: Seconds to wait.
+
+        Raises:
+            ConfigurationError: The profile is not exactly_once.
+            TransactionError: The coordinator refused (subclass says why).
+        """
+        self._transactions().start(timeout)
+
+    def begin_transaction(self) -> None:
+        """Start a transaction (initializing transactions first if needed).
+
+        Raises:
+            TransactionError: librdkafka refused (e.g. one is already open).
+        """
+        output = self._transactions()
+        if output.open:
+            raise TransactionError("begin_transaction: a transaction is already open")
+        output.begin()
+
+    def send_offsets_to_transaction(
+        self, offsets: Sequence[Any], group_metadata: Any, timeout: float = 30.0
+    ) -> None:
+        """Commit consumer offsets as part of the open transaction (KIP-447 fencing).
+
+        Args:
+            offsets: ``TopicPartition`` objects holding the *next* offset to read.
+            group_metadata: ``consumer.consumer_group_metadata()`` of the consuming member.
+            timeout: Seconds to wait.
+
+        Raises:
+            TransactionAbortableError: Abort and rewind (e.g. the member was fenced).
+            TransactionError: Other refusals.
+        """
+        self._transactions().send_offsets(offsets, group_metadata, timeout)
+
+    def commit_transaction(self, timeout: float = 60.0) -> None:
+        """Flush and commit the open transaction.
+
+        Raises:
+            TransactionAbortableError: The transaction must be aborted.
+            AmbiguousTransactionError: The outcome is unknown: close and recreate the producer
+                (a new ``init_transactions`` resolves it; see docs/processor.md).
+            ProducerFencedError: Another instance owns the transactional id.
+        """
+        output = self._transactions()
+        try:
+            output.commit(timeout)
+        except SdkError as exc:
+            output.end_span("unknown", exc)
+            raise
+
+    def abort_transaction(self, timeout: float = 60.0) -> None:
+        """Abort the open transaction; its records are never visible to read_committed readers.
+
+        Raises:
+            TransactionError: The abort failed (subclass says why).
+        """
+        self._transactions().abort(timeout=timeout)
+
+    @contextmanager
+    def transaction(self, timeout: float = 60.0) -> Iterator[Self]:
+        """Run the block in one transaction: commit if it succeeds, abort if it raises.
+
+        Example::
+
+            with producer.transaction():
+                producer.send("out", b"1")
+                producer.send("out", b"2")      # both visible, or neither
+
+        Raises:
+            TransactionError: Begin, commit or abort failed (the block's own exception wins
+                when both happen).
+        """
+        self.begin_transaction()
+        try:
+            yield self
+        except BaseException:
+            with suppress(SdkError):
+                self.abort_transaction(timeout)
+            raise
+        self.commit_transaction(timeout)

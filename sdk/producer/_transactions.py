@@ -1,181 +1,338 @@
-"""The Producer's side of its TransactionSession: the public transaction API and the hooks.
+"""The Producer's transactional side: the one interface :mod:`sdk.core.session` drives it by.
 
-Each public transaction method is a step of the producer's
-:class:`~sdk.core.session.TransactionSession`; nothing here calls confluent-kafka's
-transactional API (:mod:`sdk.core.session` is the one place that does, for the Producer, the
-Processor and Spark alike). The session in turn queues its records and replaces the client
-through the hooks at the end.
+:class:`TransactionalOutput` is the only code that calls confluent-kafka's transactional API
+(``init_transactions``, ``begin_transaction``, ``send_offsets_to_transaction``,
+``commit_transaction``, ``abort_transaction``): each call is retried while its error is
+transient and translated at the seam (:func:`sdk._client.call_kafka`). It also queues a
+transaction's outputs through the Producer's record path and keeps the state of the open
+transaction (open, since when, its span, whether a call is stuck in the client).
+
+Two callers use it, one layer apart: the Producer's public transaction methods are its steps,
+one call each; the transactional session (:class:`sdk.core.session.TransactionSession`, the
+layer above) holds a Producer and runs the same steps in its numbered commit sequence and its
+recovery. What to do after a failed call is decided there, never here.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
-from typing import TYPE_CHECKING, Any, Self, cast
+import time
+from collections.abc import Callable, Sequence
+from contextlib import suppress
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from sdk._client import positional_produce, translating
+from sdk._client import ProducerClient, call_kafka, positional_produce, timeout_error, translating
 from sdk.core.lifecycle import Lifecycle
-from sdk.core.records import OutputRecord
-from sdk.core.session import TransactionSession
-from sdk.errors import ConfigurationError, KafkaClientError, SdkError, TransactionError
-from sdk.observability import Telemetry, TransactionSpan
-from sdk.producer._client_errors import ClientErrors
+from sdk.core.records import OutputRecord, TransactionStats
+from sdk.errors import DeliveryError, KafkaClientError, TransactionAbortableError, from_kafka_error
+from sdk.observability import Outcome, Telemetry, TransactionSpan
 from sdk.producer._emitter import Emitter
 from sdk.producer._records import ProducerRecord
-from sdk.profiles import ProducerProfile
 
 if TYPE_CHECKING:
-    from sdk.partitioners import PartitionRouter
     from sdk.producer._producer import Producer
 
-__all__ = ["TransactionMethods"]
+__all__ = ["STALL_GRACE_S", "CallStuckError", "TransactionalOutput", "bounded"]
+
+T = TypeVar("T")
 
 _new_record = tuple.__new__
 
+_ABANDONED: list[ProducerClient] = []
+"""Clients whose call never returned: kept referenced, because destroying a librdkafka handle
+waits for its threads and would hang the caller the bound just freed."""
 
-class TransactionMethods:
-    """Mixin of :class:`~sdk.producer.Producer`: its transaction methods and session hooks.
+STALL_GRACE_S = 5.0
+"""Extra seconds a bounded call gets beyond its own timeout before it counts as stuck."""
 
-    A mixin because these are the Producer's own methods; the work is held elsewhere
-    (composition): each delegates to the producer's :class:`~sdk.core.session.TransactionSession`.
-    What it needs from the class is declared below (set by ``Producer.__init__``).
+
+class CallStuckError(Exception):
+    """A librdkafka call did not return within its own timeout plus the grace."""
+
+
+def bounded(fn: Callable[[], T], limit_s: float, *, name: str) -> T:
+    """Run ``fn`` in a helper thread and wait at most ``limit_s`` seconds for it.
+
+    librdkafka's ``send_offsets_to_transaction`` can ignore its timeout and block for good when
+    the group coordinator moves (librdkafka issues #5456 and #5511, open for the 2.16 we use).
+    A blocked call would freeze the loop while it holds its partitions; bounding it turns the
+    hang into an ambiguous outcome (a new producer epoch fences the stuck one).
+
+    Raises:
+        CallStuckError: ``fn`` had not returned after ``limit_s`` seconds (it keeps running).
+        BaseException: Whatever ``fn`` raised.
+    """
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=target, name=f"kafka-call-{name}", daemon=True).start()
+    if not done.wait(limit_s):
+        raise CallStuckError(f"{name} did not return within {limit_s:g}s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
+
+
+class TransactionalOutput:
+    """One Producer's transactional calls, its transaction's outputs and the open transaction.
+
+    Made by the Producer (one each) and reached through
+    :meth:`~sdk.producer.Producer.transactional_output`. It works for every guarantee: without
+    exactly_once there is no transactional call to make, and :meth:`produce`, :meth:`emitter`,
+    :meth:`serve` and :meth:`flush` are the at-least-once output path of the Processor.
+
+    Args:
+        producer: The Producer it belongs to; it uses the Producer's client slot
+            (``_ensure_client``, ``_drop_client``), its record path and delivery ledger.
+
+    Attributes:
+        stats: Where retries and stalled calls are counted (the session's counters once a
+            session drives this producer).
+        telemetry: The span per transaction, retry and safeguard metrics (None: none).
+        open: A transaction is open.
+        opened_at: ``time.monotonic()`` when it began.
+        span: The open transaction's span, if traced.
+        initialized: ``init_transactions()`` succeeded on the current client.
+        stuck: A call ignored its timeout and may still be blocked in the client.
+        timeout_s: Timeout of each transactional call (``transaction_call_timeout_ms``).
+        flush_timeout_s: How long commit step 2 (flush) waits.
     """
 
-    profile: ProducerProfile
-    _transactional: bool
-    _session: TransactionSession | None
-    _telemetry: Telemetry | None
-    _client: Any
-    _hot: Any
-    _state: Lifecycle
-    _lock: threading.Lock
-    _failures: list[KafkaClientError]
-    _errors: ClientErrors
-    _router: PartitionRouter
-    _observed: bool
-    _produce: Callable[[Any, ProducerRecord, Any], None]
-    _ensure_client: Callable[[], Any]
-    _send_observed: Callable[[Any, ProducerRecord], Any]
-    _on_batch_delivery: Callable[[Any, Any], None]
-    _fast: bool
-    _known_topics: set[str]
+    def __init__(self, producer: Producer) -> None:
+        self._producer = producer
+        self.stats = TransactionStats()
+        self.telemetry: Telemetry | None = producer._telemetry
+        profile = producer.profile
+        config = producer.config
+        self.transactional = producer.transactional
+        self.transactional_id = str(config.get("transactional.id", ""))
+        self.transaction_timeout_ms = profile.transaction_timeout_ms
+        self.timeout_s = profile.transaction_call_timeout_ms / 1000.0
+        # step 2 (flush) waits as long as a record may live: librdkafka resolves every queued
+        # record (delivered or failed) within message.timeout.ms, capped at the transaction timeout
+        self.flush_timeout_s = int(config.get("message.timeout.ms", 0)) / 1000.0 or self.timeout_s
+        self.open = False
+        self.opened_at = 0.0
+        self.span: TransactionSpan | None = None
+        self.initialized = False
+        self.stuck = False
 
-    def session(self) -> TransactionSession:
-        """The session that drives this producer's transactions, made on first use.
+    # ------------------------------------------------------------------ calls
+    def _call(self, fn: Callable[[], T], context: str, *, attempts: int = 5) -> T:
+        def retried(name: str) -> None:
+            self.stats.retries += 1
+            if self.telemetry is not None:
+                self.telemetry.retry(name)
 
-        The public transaction methods below delegate to it (:mod:`sdk.core.session`).
+        return call_kafka(
+            fn,
+            context=context,
+            transactional=self.transactional,
+            attempts=attempts,
+            on_retry=retried,
+        )
+
+    def client(self) -> ProducerClient:
+        """The producer's client, created on first use.
 
         Raises:
-            ConfigurationError: The profile is not exactly_once.
+            ClosedError: The Producer is closed.
+            ConfigurationError: librdkafka refused the configuration.
         """
-        if not self._transactional:
-            raise ConfigurationError(
-                "transactions need an exactly_once profile (this one is "
-                f"{self.profile.guarantee.value})",
-                field="guarantee",
+        return self._producer._ensure_client()
+
+    def start(self, timeout: float | None = None) -> None:
+        """Create the client and run ``init_transactions()`` (fences older epochs).
+
+        Raises:
+            KafkaClientError: init_transactions failed after retries.
+        """
+        client = self.client()
+        if self.transactional:
+            t = self.timeout_s if timeout is None else timeout
+            self._call(lambda: client.init_transactions(t), "init_transactions")
+            self.initialized = True
+        self.open = False
+
+    def begin(self) -> None:
+        """Begin a transaction unless one is open (initializing transactions first if needed).
+
+        Raises:
+            KafkaClientError: begin_transaction failed.
+        """
+        if self.open:
+            return
+        if not self.initialized:
+            self.start()
+        client = self.client()
+        self._call(client.begin_transaction, "begin_transaction")
+        self.open = True
+        self.opened_at = time.monotonic()
+        if self.telemetry is not None:
+            self.span = self.telemetry.start_transaction(self.transactional_id)
+
+    def send_offsets(self, offsets: Sequence[Any], group_metadata: Any, timeout: float) -> None:
+        """Commit step 1: the input positions join the open transaction, bounded (#5456).
+
+        Raises:
+            AmbiguousTransactionError: The call did not return within its bound; the client
+                is abandoned (never destroyed) and a new epoch fences it.
+            KafkaClientError: The call failed (TransactionAbortableError for a stale member).
+        """
+        client = self.client()
+        context = "commit step 1 (send_offsets_to_transaction)"
+        limit = timeout + max(STALL_GRACE_S, timeout)
+        try:
+            self._call(
+                lambda: bounded(
+                    lambda: client.send_offsets_to_transaction(
+                        list(offsets), group_metadata, timeout
+                    ),
+                    limit,
+                    name="send_offsets_to_transaction",
+                ),
+                context,
             )
-        if self._session is None:
-            # registers itself as self._session
-            TransactionSession(cast("Producer", self), telemetry=self._telemetry)
-        assert self._session is not None
-        return self._session
+        except CallStuckError as exc:
+            self.stuck = True
+            self.stats.stalled_calls += 1
+            if self.telemetry is not None:
+                self.telemetry.safeguard("stalled_call", f"{context}: {exc}; producer abandoned")
+            raise from_kafka_error(
+                timeout_error(
+                    f"no answer {limit:g}s after a call with a {timeout:g}s timeout "
+                    "(librdkafka #5456/#5511); the producer is abandoned and a new epoch "
+                    "fences it"
+                ),
+                context=context,
+                transactional=True,
+            ) from exc
 
-    def init_transactions(self, timeout: float = 60.0) -> None:
-        """Register the transactional id with the coordinator (fences older instances).
-
-        Called automatically by the first :meth:`begin_transaction`.
+    def flush(self, context: str = "commit step 2 (flush)", timeout: float | None = None) -> None:
+        """Commit step 2: wait until every queued record is acknowledged or failed.
 
         Args:
-            timeout: Seconds to wait.
+            context: Names the step in errors.
+            timeout: Seconds to wait (default: ``flush_timeout_s``).
 
         Raises:
-            ConfigurationError: The profile is not exactly_once.
-            TransactionError: The coordinator refused (subclass says why).
+            AmbiguousTransactionError: Records left after ``message.timeout.ms``
+                (KafkaTimeoutError outside a transaction).
+            TransactionAbortableError: A record of the transaction failed (DeliveryError
+                outside a transaction).
         """
-        self.session().start(timeout)
+        client = self.client()
+        t = self.flush_timeout_s if timeout is None else timeout
+        remaining = self._call(lambda: client.flush(t), context, attempts=1)
+        if remaining:
+            raise from_kafka_error(
+                timeout_error(f"{remaining} records unacknowledged"),
+                context=context,
+                transactional=self.transactional,
+            )
+        failures = self._producer._ledger.take_failures()
+        if not failures:
+            return
+        first = failures[0]
+        cls = TransactionAbortableError if self.transactional else DeliveryError
+        error = cls(
+            f"{context}: {len(failures)} record(s) failed delivery; first: {first}",
+            kafka_error=first.kafka_error,
+            record=first.record,
+        )
+        if isinstance(error, DeliveryError):
+            error.failures = failures
+        raise error
 
-    def begin_transaction(self) -> None:
-        """Start a transaction (initializing transactions first if needed).
+    def commit(self, timeout: float | None = None) -> None:
+        """Commit step 3: ``commit_transaction()`` (librdkafka flushes what is still queued).
 
         Raises:
-            TransactionError: librdkafka refused (e.g. one is already open).
+            KafkaClientError: The commit failed (its subclass tells the recovery path).
         """
-        session = self.session()
-        if session.open:
-            raise TransactionError("begin_transaction: a transaction is already open")
-        session.begin()
+        client = self.client()
+        t = self.timeout_s if timeout is None else timeout
+        self._call(lambda: client.commit_transaction(t), "commit step 3 (commit_transaction)")
+        self.open = False
+        self.end_span("committed")
 
-    def send_offsets_to_transaction(
-        self, offsets: Sequence[Any], group_metadata: Any, timeout: float = 30.0
+    def abort(
+        self, cause: BaseException | None = None, timeout: float | None = None, attempts: int = 5
     ) -> None:
-        """Commit consumer offsets as part of the open transaction (KIP-447 fencing).
+        """Abort the open transaction (purges unsent records; failed deliveries forgotten).
 
         Args:
-            offsets: ``TopicPartition`` objects holding the *next* offset to read.
-            group_metadata: ``consumer.consumer_group_metadata()`` of the consuming member.
-            timeout: Seconds to wait.
+            cause: The error that made the abort necessary (recorded on the span).
+            timeout: Seconds for the call (default: the call timeout).
+            attempts: Attempts while the error is transient (1: no retry, e.g. on the way out).
 
         Raises:
-            TransactionAbortableError: Abort and rewind (e.g. the member was fenced).
-            TransactionError: Other refusals.
+            KafkaClientError: abort failed (AmbiguousTransactionError on a timeout).
         """
-        self.session().send_offsets(offsets, group_metadata, timeout)
+        client = self.client()
+        t = self.timeout_s if timeout is None else timeout
+        self._call(lambda: client.abort_transaction(t), "abort_transaction", attempts=attempts)
+        self._producer._ledger.take_failures()  # the abort reports them; they are not delivered
+        self.open = False
+        self.end_span("aborted", cause)
 
-    def commit_transaction(self, timeout: float = 60.0) -> None:
-        """Flush and commit the open transaction.
+    def close(self, outcome: Outcome = "aborted", cause: BaseException | None = None) -> None:
+        """Drop the client without waiting (an open transaction is aborted by the next epoch).
 
-        Raises:
-            TransactionAbortableError: The transaction must be aborted.
-            AmbiguousTransactionError: The outcome is unknown: close and recreate the producer
-                (a new ``init_transactions`` resolves it; see docs/processor.md).
-            ProducerFencedError: Another instance owns the transactional id.
+        The Producer creates a new client on next use: with the same ``transactional.id``, its
+        ``init_transactions()`` bumps the epoch and fences whatever the old one has in flight.
+
+        Args:
+            outcome: Outcome recorded for a transaction still open (its span is ended).
+            cause: The error that led here, if any.
         """
-        session = self.session()
-        try:
-            session.commit_only(timeout)
-        except SdkError as exc:
-            session._end_span("unknown", exc)
-            raise
+        self.end_span(outcome, cause)
+        ledger = self._producer._ledger
+        client = self._producer._drop_client()
+        if client is not None and self.stuck:
+            _ABANDONED.append(client)  # a call is still blocked in it: never destroy
+        elif client is not None:
+            # a fenced or broken client has nothing to give back
+            with suppress(KafkaClientError), translating("close"):
+                client.purge()
+                client.flush(0)
+            # flush(0) served the purged records' _PURGE_QUEUE reports into the failures: they
+            # belong to the dropped transaction, not to the next one
+            ledger.take_failures()
+        self.stuck = False
+        self.open = False
+        self.initialized = False
 
-    def abort_transaction(self, timeout: float = 60.0) -> None:
-        """Abort the open transaction; its records are never visible to read_committed readers.
+    def end_span(self, outcome: Outcome, cause: BaseException | None = None) -> None:
+        """End the open transaction's span, if any, with ``outcome``."""
+        span, self.span = self.span, None
+        if span is not None:
+            span.end(outcome, error=cause)
 
-        Raises:
-            TransactionError: The abort failed (subclass says why).
-        """
-        self.session().abort(timeout=timeout)
-
-    @contextmanager
-    def transaction(self, timeout: float = 60.0) -> Iterator[Self]:
-        """Run the block in one transaction: commit if it succeeds, abort if it raises.
-
-        Example::
-
-            with producer.transaction():
-                producer.send("out", b"1")
-                producer.send("out", b"2")      # both visible, or neither
-
-        Raises:
-            TransactionError: Begin, commit or abort failed (the block's own exception wins
-                when both happen).
-        """
-        self.begin_transaction()
-        try:
-            yield self
-        except BaseException:
-            with suppress(SdkError):
-                self.abort_transaction(timeout)
-            raise
-        self.commit_transaction(timeout)
-
-    # ------------------------------------------------------------------ for the session
-    def _enqueue_output(self, out: OutputRecord, span: TransactionSpan | None) -> None:
+    # ------------------------------------------------------------------ outputs
+    def produce(self, out: OutputRecord) -> None:
         """Queue a handler's :class:`OutputRecord` without a handle (failures: flush).
+
+        It goes through the Producer's record path (serializers, partitioner, bounded wait on a
+        full queue) and counts on the transaction's span.
 
         Raises:
             TypeError: ``out`` is not an :class:`OutputRecord` (a handler's mistake).
+            KafkaClientError: The producer refused it (TransactionAbortableError inside a
+                transaction unless fenced or fatal); the record is on ``.record``.
         """
+        self._enqueue(out, self.span)
+
+    def _enqueue(self, out: OutputRecord, span: TransactionSpan | None) -> None:
+        """:meth:`produce`, counting on ``span``: the general path of the emitter too."""
         if not isinstance(out, OutputRecord):
             raise TypeError(
                 "a handler must return OutputRecord(topic, value, key=None, headers=None, "
@@ -189,28 +346,31 @@ class TransactionMethods:
             key = key.encode()
         headers = None if out.headers is None else list(out.headers)
         record = _new_record(ProducerRecord, (out.topic, value, key, headers, out.partition, None))
-        client = self._client if self._state is Lifecycle.OPEN else self._ensure_client()
-        if self._observed:
-            self._send_observed(client, record)
+        producer = self._producer
+        client = producer._client
+        if client is None or producer._state is not Lifecycle.OPEN:
+            client = producer._ensure_client()
+        if producer._observed:
+            producer._send_observed(client, record)  # counts on the open span itself
         else:
-            self._produce(client, record, self._on_batch_delivery)
+            producer._produce(client, record, producer._ledger.on_batch_delivery)
             if span is not None:
                 span.add()
         with translating(f"send to {out.topic!r}", abortable=True):
             client.poll(0)
 
-    def _output_emitter(self, span: TransactionSpan | None) -> Callable[[OutputRecord], None]:
+    def emitter(self) -> Callable[[OutputRecord], None]:
         """A function that queues one handler output: the Processor's hot path.
 
-        An output with nothing to do (bytes or str, no headers, no partition, librdkafka
-        places it, topic seen before) goes straight to ``client.produce``; any other output,
-        and any refusal or full queue, takes :meth:`_enqueue_output` (the general path, which
-        translates the error). Every path counts the output once on ``span``: the general path
-        as :meth:`_enqueue_output` does (observed: through the session's span in
-        ``_send_observed``), the fast path in the emitter's own count, which ``span`` adds
+        An output with nothing to do (bytes or str, no headers, no partition, librdkafka places
+        it, topic seen before) goes straight to ``client.produce``; any other output, and any
+        refusal or full queue, takes :meth:`produce`'s path (the general path, which translates
+        the error). Every path counts the output once on the span: the general path as
+        :meth:`produce` does, the fast path in the emitter's own count, which the span adds
         (``count_from``). No poll per output: the caller serves delivery reports with
-        :meth:`_serve` once per batch. Valid until the client is replaced (ask again after a
-        recovery). The function is an :class:`sdk.producer._emitter.Emitter`.
+        :meth:`serve` once per batch. Valid until the client or the transaction changes: ask
+        again after :meth:`begin` or a recovery. The function is an
+        :class:`sdk.producer._emitter.Emitter`.
 
         A transactional producer's fast path asks for no delivery report: a record that fails
         makes librdkafka's transaction abortable, so commit step 3 fails and the recovery
@@ -218,41 +378,25 @@ class TransactionMethods:
         would cost as much per record as the rest of the emitter; what is lost is the failed
         record in the error (librdkafka's abortable error still names the cause).
         """
-        enqueue = self._enqueue_output
-        if self._observed or not self._fast:
+        enqueue, span = self._enqueue, self.span
+        producer = self._producer
+        if producer._observed or not producer._fast:
             return lambda out: enqueue(out, span)
-        client = self._client if self._state is Lifecycle.OPEN else self._ensure_client()
-        callback = None if self._transactional else self._on_batch_delivery
-        emit = Emitter(
-            OutputRecord, positional_produce(client), self._known_topics, enqueue, span, callback
-        )
+        client = self.client()
+        callback = None if self.transactional else producer._ledger.on_batch_delivery
+        known = producer._known_topics
+        emit = Emitter(OutputRecord, positional_produce(client), known, enqueue, span, callback)
         if span is not None:
             span.count_from(emit)  # its fast path counts in itself, not per output on the span
         return emit
 
-    def _serve(self, context: str) -> None:
+    def serve(self, context: str = "serve delivery reports") -> None:
         """Serve delivery reports and client events (``poll(0)``) through the error seam.
 
         Raises:
-            KafkaClientError: A fatal client error (e.g. fenced).
+            KafkaClientError: A fatal client error (fenced: ProducerFencedError).
         """
-        client = self._client
+        client = self._producer._client
         if client is not None:
-            with translating(context, abortable=self._session is not None and self._session.open):
+            with translating(context, abortable=self.open):
                 client.poll(0)
-
-    def _drop_client(self) -> Any:
-        """Forget the client without flushing (the session recreates it: a new epoch).
-
-        Returns:
-            The dropped client (the caller purges or abandons it), or None.
-        """
-        with self._lock:
-            client, self._client = self._client, None
-            self._hot.produce = None  # send()'s fast path must not reach the dropped client
-            self._failures = []
-        self._router.attach(None)  # re-attached to the next client when it is made
-        self._errors.clear()
-        if self._state is Lifecycle.OPEN:
-            self._state = Lifecycle.NEW
-        return client

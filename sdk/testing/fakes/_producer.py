@@ -119,6 +119,10 @@ class FakeProducerClient(Scripted):
             report(error, message)
         return len(reports)
 
+    def __len__(self) -> int:
+        """Records whose delivery report is still to be served (as librdkafka's ``len()``)."""
+        return len(self._reports)
+
     def poll(self, timeout: float = -1) -> int:
         """Serve the queued delivery reports."""
         self._call("poll", timeout)

@@ -19,5 +19,5 @@ def test_purged_records_of_a_dropped_client_do_not_fail_the_next_transaction() -
     client = producer._client
     session.close()
     client.poll(0)  # whatever the dropped client still has to report
-    assert producer._take_failures() == []
+    assert producer._ledger.take_failures() == []
     assert producer._client is None and not session.open

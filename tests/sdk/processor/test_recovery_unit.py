@@ -224,7 +224,7 @@ def test_stuck_send_offsets_is_abandoned_and_a_new_epoch_redoes_the_work(
     """librdkafka #5456: send_offsets_to_transaction ignoring its timeout must not freeze us."""
     import threading
 
-    import sdk.core.session as calls
+    import sdk.producer._transactions as calls
 
     monkeypatch.setattr(calls, "STALL_GRACE_S", 0.2)
     release = threading.Event()
@@ -235,8 +235,8 @@ def test_stuck_send_offsets_is_abandoned_and_a_new_epoch_redoes_the_work(
 
     proc, _ = make({}, hooks={"send_offsets_to_transaction": hangs_once})
     otel = make_otel()
-    proc._txn._tel = otel.telemetry
-    proc._txn.timeout_s = 0.2
+    proc._txn.output.telemetry = otel.telemetry
+    proc._txn.output.timeout_s = 0.2
     try:
         drive(proc)
         s = proc.stats

@@ -163,4 +163,4 @@ def test_nothing_is_kept_after_an_output(make: Any) -> None:
 def test_the_general_path_refuses_what_is_not_an_output_record_and_says_what_it_got() -> None:
     producer = Producer(ProducerProfile(guarantee="at_least_once", bootstrap_servers="x:1"))
     with pytest.raises(TypeError, match=r"must return OutputRecord\(topic, value.*got tuple"):
-        producer._enqueue_output(("out", b"v"), None)  # type: ignore[arg-type]
+        producer._output.produce(("out", b"v"))  # type: ignore[arg-type]

@@ -72,7 +72,7 @@ def _drop(p: Producer) -> None:
     if p._client is not None:
         p._client.purge()
         p._client.poll(0)  # their failure callbacks
-    p._failures.clear()
+    p._ledger.failures.clear()
     p.close(0)
 
 
@@ -85,7 +85,7 @@ def _queued_with_its_handle(p: Producer, handle: DeliveryHandle) -> bool:
     assert not handle.done()
     p._client.purge()
     p._client.poll(0)
-    p._failures.clear()
+    p._ledger.failures.clear()
     return handle.done() and "purge" in str(handle.exception()).lower()
 
 
@@ -199,6 +199,6 @@ def test_fast_path_handles_hold_their_parts_and_release_them_when_dropped(
     assert sys.getrefcount(value) - refs[0] >= 100  # each handle holds its value
     producer._client.purge()
     producer._client.poll(0)  # the failure callbacks resolve every handle
-    producer._failures.clear()
+    producer._ledger.failures.clear()
     del handles
     assert (sys.getrefcount(value), sys.getrefcount(key)) == refs
