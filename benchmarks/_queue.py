@@ -71,7 +71,7 @@ def _work(
         )
         with QueueConsumer(profile, [topic], telemetry=False) as queue:
             while not done.is_set():
-                queue.run(handle, idle_timeout=0.5)
+                queue.run(handle, idle_timeout_s=0.5)
         return
     from sdk.consumer import Consumer
     from sdk.profiles import ConsumerProfile
@@ -84,7 +84,7 @@ def _work(
     )
     with Consumer(cp, [topic], telemetry=False) as consumer:
         while not done.is_set():
-            consumer.run(handle, idle_timeout=0.5)
+            consumer.run(handle, idle_timeout_s=0.5)
 
 
 def queue_case(bs: str, topic: str, n: int, size: int, kind: str, workers: int) -> Result:

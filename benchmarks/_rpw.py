@@ -101,13 +101,11 @@ def processor(
         async def async_copy(record: Any) -> list[OutputRecord]:
             return copy(record)
 
-        proc = AsyncProcessor(
-            profile, [source], async_copy, instance_id="bench", on_progress=on_progress
-        )
-        asyncio.run(proc.run())
+        proc = AsyncProcessor(profile, [source], instance_id="bench", on_progress=on_progress)
+        asyncio.run(proc.run(async_copy))
     else:
-        proc = Processor(profile, [source], copy, instance_id="bench", on_progress=on_progress)
-        proc.run()
+        proc = Processor(profile, [source], instance_id="bench", on_progress=on_progress)
+        proc.run(copy)
     seconds = (committed_at or time.perf_counter()) - first
     return Result(
         GROUP,

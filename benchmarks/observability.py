@@ -170,15 +170,12 @@ def copy_once(bootstrap: str, src: str, n: int, telemetry: Telemetry | None) -> 
         commit_interval_ms=200,
     )
     extra = {} if telemetry is None else {"telemetry": telemetry}
-    proc = Processor(
-        profile,
-        [src],
-        lambda r: [OutputRecord(dst, r.value, key=r.key, headers=r.headers)],
-        instance_id="bench",
-        **extra,
-    )
+    proc = Processor(profile, [src], instance_id="bench", **extra)
     start = time.perf_counter()
-    t = threading.Thread(target=proc.run)
+    t = threading.Thread(
+        target=proc.run,
+        args=(lambda r: [OutputRecord(dst, r.value, key=r.key, headers=r.headers)],),
+    )
     t.start()
     while committed(bootstrap, group, src) < n:
         time.sleep(0.05)

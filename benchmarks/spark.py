@@ -59,7 +59,7 @@ class CopyTo:
 
     def __call__(self, records: Iterator[Any]) -> list[OutputRecord]:
         """Copy key and value of each record."""
-        return [OutputRecord(self.topic, m.value(), key=m.key()) for m in records]
+        return [OutputRecord(self.topic, r.value, key=r.key) for r in records]
 
 
 def _copy_rows(rows: Iterator[Any]) -> Iterator[tuple[bytes, bytes]]:
@@ -107,7 +107,7 @@ def ours(spark: Any, bs: str, src: str, dst: str, chunk: int) -> None:
         max_records_per_transaction=chunk,
         progress_interval_s=0,
     )
-    ExactlyOnceBatchJob(spark, config, CopyTo(dst), progress=lambda line: None).run()
+    ExactlyOnceBatchJob(spark, config, progress=lambda line: None).run(CopyTo(dst))
 
 
 def native_python(spark: Any, bs: str, src: str, dst: str, chunk: int) -> None:

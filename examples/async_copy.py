@@ -32,11 +32,11 @@ PARTITIONS = 4
 
 
 def profile(bootstrap: str, group: str) -> ProcessingProfile:
-    side = {"guarantee": "exactly_once", "bootstrap_servers": bootstrap}
     return ProcessingProfile(
         guarantee="exactly_once",
-        consumer={**side, "group_id": group},
-        producer={**side, "transactional_id_prefix": f"{group}-"},
+        bootstrap_servers=bootstrap,
+        consumer={"group_id": group},
+        producer={"transactional_id_prefix": f"{group}-"},
         commit_interval_ms=100,
     )
 
@@ -77,8 +77,8 @@ async def copy(bootstrap: str, src: str, dst: str, group: str, n: int) -> int:
         return [OutputRecord(dst, record.value + b":enriched", record.key)]
 
     # 1. A first processor is cancelled halfway (a shutdown, a supervisor's timeout).
-    first = AsyncProcessor(profile(bootstrap, group), [src], enrich, instance_id="enricher-0")
-    task = asyncio.create_task(first.run())
+    first = AsyncProcessor(profile(bootstrap, group), [src], instance_id="enricher-0")
+    task = asyncio.create_task(first.run(enrich))
     while handled < n // 2 and not task.done():
         await asyncio.sleep(0.01)
     task.cancel()
@@ -90,10 +90,8 @@ async def copy(bootstrap: str, src: str, dst: str, group: str, n: int) -> int:
     )
 
     # 2. The same instance id resumes from the committed offsets; stop once all are in.
-    async with AsyncProcessor(
-        profile(bootstrap, group), [src], enrich, instance_id="enricher-0"
-    ) as second:
-        run = asyncio.create_task(second.run(handle_sigterm=True))
+    async with AsyncProcessor(profile(bootstrap, group), [src], instance_id="enricher-0") as second:
+        run = asyncio.create_task(second.run(enrich, handle_sigterm=True))
         began = time.monotonic()
         while not run.done() and time.monotonic() - began < 120:
             if second.stats.records_in and sum(second.committed.values()) >= n:

@@ -77,9 +77,9 @@ def worker(spec: dict[str, Any]) -> None:
             time.sleep(0.02)  # "work": keeps records in flight when the kill lands
         return [OutputRecord(spec["output"], record.value, key=record.key)]
 
-    processor = Processor(profile, [spec["input"]], copy, instance_id="worker-0")
+    processor = Processor(profile, [spec["input"]], instance_id="worker-0")
     signal.signal(signal.SIGTERM, lambda *_: processor.stop())
-    processor.run()
+    processor.run(copy)
 
 
 def queue_worker(spec: dict[str, Any]) -> None:

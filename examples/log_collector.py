@@ -129,8 +129,8 @@ def main() -> int:
         sink = SqliteSink(Path(tmp) / "logs.db")
         with Consumer(profile, [topic], value_deserializer="json") as consumer:
             # SIGTERM (e.g. from a container runtime) stops after the batch in hand and
-            # commits what is in SQLite; idle_timeout ends this demo once the topic is drained.
-            stats = consumer.run_batch(sink.write, idle_timeout=3.0, handle_sigterm=True)
+            # commits what is in SQLite; idle_timeout_s ends this demo once the topic is drained.
+            stats = consumer.run_batch(sink.write, idle_timeout_s=3.0, handle_sigterm=True)
         levels = sink.per_level()
         stored = sum(levels.values())
         dead = count_dead_letters(bootstrap, f"{topic}-dlq", len(MALFORMED))

@@ -57,7 +57,7 @@ def main() -> int:
         seen: set[int] = set()
         repeated = 0
         with Consumer(profile, [topic], value_deserializer="json") as consumer:
-            for record in consumer.records(idle_timeout=3.0, handle_sigterm=True):
+            for record in consumer.records(idle_timeout_s=3.0, handle_sigterm=True):
                 sample = record.value
                 repeated += sample["seq"] in seen
                 seen.add(sample["seq"])

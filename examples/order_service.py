@@ -110,8 +110,8 @@ def main() -> None:
                 OutputRecord(inventory, reservation, key=order["sku"].encode()),
             ]
 
-        service = Processor(profiles.processing("orders"), [orders], handle, instance_id="svc-0")
-        thread = threading.Thread(target=service.run)
+        service = Processor(profiles.processing("orders"), [orders], instance_id="svc-0")
+        thread = threading.Thread(target=service.run, args=(handle,))
         thread.start()
         good = args.orders - bad
         counts = read_committed(bootstrap, [confirmed, inventory, dlq], 2 * good + bad)

@@ -33,12 +33,9 @@ def main() -> None:
 
         profile = ProcessingProfile(
             guarantee="exactly_once",
-            consumer={"guarantee": "exactly_once", "bootstrap_servers": bs, "group_id": "copy"},
-            producer={
-                "guarantee": "exactly_once",
-                "bootstrap_servers": bs,
-                "transactional_id_prefix": "copy-",
-            },
+            bootstrap_servers=bs,  # the guarantee and the cluster are given once, for both sides
+            consumer={"group_id": "copy"},
+            producer={"transactional_id_prefix": "copy-"},
             commit_interval_ms=100,
         )
 
@@ -46,8 +43,8 @@ def main() -> None:
             return [OutputRecord("words-upper", record.value.upper(), key=record.key)]
 
         # instance_id must be stable across restarts of this instance (see docs/processor.md).
-        processor = Processor(profile, ["words"], upper, instance_id="worker-0")
-        thread = threading.Thread(target=processor.run)
+        processor = Processor(profile, ["words"], instance_id="worker-0")
+        thread = threading.Thread(target=processor.run, args=(upper,))
         thread.start()
 
         reader = Consumer(

@@ -25,7 +25,7 @@ from spark_integration import BatchJobConfig, ExactlyOnceBatchJob, local_session
 
 def upper(records: Iterator[Any]) -> list[OutputRecord]:
     """The transform: runs on the executors, once per chunk of input records."""
-    return [OutputRecord("words-upper", m.value().upper(), key=m.key()) for m in records]
+    return [OutputRecord("words-upper", r.value.upper(), key=r.key) for r in records]
 
 
 def seed(bs: str, first: int, count: int) -> None:
@@ -70,13 +70,13 @@ def main() -> None:
             max_records_per_transaction=2_000,
             progress_interval_s=1.0,
         )
-        job = ExactlyOnceBatchJob(spark, config, upper, progress=print)
-        job.run()
+        job = ExactlyOnceBatchJob(spark, config, progress=print)
+        job.run(upper)
         print("\n-- run again: nothing new to do")
-        job.run()
+        job.run(upper)
         print("\n-- 5,000 more input records, run again")
         seed(bs, 20_000, 5_000)
-        job.run()
+        job.run(upper)
         spark.stop()
         print(f"\nread_committed output: {count(bs)} records (expected 25000)")
 

@@ -69,7 +69,7 @@ def worker(bootstrap: str, topic: str, group: str, db: str, idle_s: float) -> No
         failure={"attempts": 3, "on_failure": "dlq", "dlq_topic": f"{topic}-dlq"},
     )
     with QueueConsumer(profile, [topic]) as queue:
-        stats = queue.run(handle, idle_timeout=idle_s, handle_sigterm=True)
+        stats = queue.run(handle, idle_timeout_s=idle_s, handle_sigterm=True)
     print(
         f"  worker {os.getpid()}: {stats.handled} done, {stats.released} released, "
         f"{stats.rejected} rejected (dead-lettered {stats.dead_lettered})",

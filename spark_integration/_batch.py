@@ -12,10 +12,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from sdk._deprecation import moved
 from sdk.errors import ConfigurationError
 from spark_integration._config import BatchJobConfig
 from spark_integration._progress import ProgressReporter, stderr_line
@@ -73,12 +75,20 @@ class BatchJobResult:
     Attributes:
         ranges: The planned ranges (all input partitions).
         results: One result per task that had work, from its successful attempt.
-        seconds: Wall time of the Spark job.
+        duration_s: Wall time of the Spark job in seconds.
     """
 
     ranges: list[PartitionRange]
     results: list[RangeResult] = field(default_factory=list)
-    seconds: float = 0.0
+    duration_s: float = 0.0
+
+    @property
+    def seconds(self) -> float:
+        """Deprecated name of :attr:`duration_s`."""
+        warnings.warn(
+            "BatchJobResult.seconds is deprecated, use duration_s", DeprecationWarning, stacklevel=2
+        )
+        return self.duration_s
 
     @property
     def records_in(self) -> int:
@@ -104,12 +114,12 @@ class BatchJobResult:
                 f"  {r.topic}[{r.partition}] records_in={r.records_in} "
                 f"records_out={r.records_out} transactions={r.transactions} aborts={r.aborts} "
                 f"retries={r.retries} recreations={r.producer_recreations} "
-                f"skipped_as_done={skipped} attempt={r.attempt} {r.seconds:.1f}s"
+                f"skipped_as_done={skipped} attempt={r.attempt} {r.duration_s:.1f}s"
             )
-        rate = self.records_in / self.seconds if self.seconds > 0 else 0.0
+        rate = self.records_in / self.duration_s if self.duration_s > 0 else 0.0
         lines.append(
             f"  total: {self.records_in} in, {self.records_out} out, {self.transactions} "
-            f"transactions in {self.seconds:.1f}s ({rate:,.0f} records/s)"
+            f"transactions in {self.duration_s:.1f}s ({rate:,.0f} records/s)"
         )
         return "\n".join(lines)
 
@@ -144,11 +154,14 @@ class ExactlyOnceBatchJob:
     job after a failure or a kill continues from the committed offsets: nothing is repeated in
     the read_committed output, nothing is lost.
 
+    The transform is given to :meth:`run`, as a handler is on every front end::
+
+        ExactlyOnceBatchJob(spark, config).run(upper)
+
     Args:
         spark: The SparkSession.
         config: The job configuration.
-        transform: ``iterator of confluent_kafka.Message -> iterable of OutputRecord``; runs on
-            the executors (it is pickled with cloudpickle).
+        transform: Deprecated: give the transform to :meth:`run`.
         progress: Receives the explain text, periodic progress lines and the summary.
     """
 
@@ -156,10 +169,12 @@ class ExactlyOnceBatchJob:
         self,
         spark: Any,
         config: BatchJobConfig,
-        transform: RecordTransform,
+        transform: RecordTransform | None = None,
         *,
         progress: Callable[[str], None] = stderr_line,
     ) -> None:
+        if transform is not None:
+            moved("transform", "ExactlyOnceBatchJob()", "run()")
         self.spark = spark
         self.config = config
         self.transform = transform
@@ -191,18 +206,34 @@ class ExactlyOnceBatchJob:
             group=self.config.group_id,
         )
 
-    def run(self) -> BatchJobResult:
+    def run(self, transform: RecordTransform | None = None) -> BatchJobResult:
         """Plan, explain, run one Spark task per non-empty range, report progress and summary.
+
+        Args:
+            transform: ``iterator of sdk.ConsumerRecord -> iterable of OutputRecord``; runs
+                on the executors (it is pickled with cloudpickle). Required unless given to
+                the (deprecated) constructor.
 
         Returns:
             The ranges and each task's result.
 
         Raises:
-            ConfigurationError: Speculative execution is on.
+            ConfigurationError: No transform (or one here and one in the constructor), or
+                speculative execution is on.
             KafkaClientError: Planning failed.
             Exception: The Spark job failed (a task failed more than Spark's retry budget);
                 re-running the job continues from the committed offsets.
         """
+        if transform is not None and self.transform is not None:
+            raise ConfigurationError(
+                "transform: given to both ExactlyOnceBatchJob() and run(); give it to run() only",
+                field="transform",
+            )
+        transform = transform or self.transform
+        if transform is None:
+            raise ConfigurationError(
+                "transform: give the transform to run(transform)", field="transform"
+            )
         check_spark_conf(self.spark, self._progress)
         ranges = self.plan()
         self._progress(self.explain(ranges))
@@ -222,10 +253,10 @@ class ExactlyOnceBatchJob:
             # one Spark partition (one task) per range; the ranges travel in the closure
             ranges_df = self.spark.range(0, len(work), 1, len(work))
             rows = ranges_df.mapInArrow(
-                _task_function(work, self.config, self.transform), "result string"
+                _task_function(work, self.config, transform), "result string"
             ).collect()
             result.results = [RangeResult(**json.loads(row["result"])) for row in rows]
-            result.seconds = time.monotonic() - started
+            result.duration_s = time.monotonic() - started
             self._progress(reporter.report())
         self._progress(f"exactly-once {self.config.job_name} done:\n{result.summary()}")
         return result

@@ -13,6 +13,7 @@ import importlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Literal
 
+from sdk.core.records import ConsumerRecord
 from sdk.errors import ConfigurationError
 from sdk.processor import OutputRecord
 
@@ -23,17 +24,20 @@ _FORMATS = ("arrow", "columns", "pandas")
 _COLUMNS = ("topic", "partition", "offset", "timestamp", "key", "value")
 
 
-def records_to_columns(records: Iterable[Any]) -> dict[str, list[Any]]:
-    """Turn ``confluent_kafka.Message`` objects into a dict of equal-length column lists."""
+def records_to_columns(records: Iterable[ConsumerRecord]) -> dict[str, list[Any]]:
+    """Turn :class:`sdk.ConsumerRecord` s into a dict of equal-length column lists.
+
+    ``timestamp`` is in ms since the epoch, -1 where the broker has none.
+    """
     columns: dict[str, list[Any]] = {name: [] for name in _COLUMNS}
-    for m in records:
-        columns["topic"].append(m.topic())
-        columns["partition"].append(m.partition())
-        columns["offset"].append(m.offset())
-        ts = m.timestamp() if hasattr(m, "timestamp") else (0, -1)
-        columns["timestamp"].append(ts[1] if isinstance(ts, tuple) else ts)
-        columns["key"].append(m.key())
-        columns["value"].append(m.value())
+    for r in records:
+        columns["topic"].append(r.topic)
+        columns["partition"].append(r.partition)
+        columns["offset"].append(r.offset)
+        ts = r.timestamp_ms
+        columns["timestamp"].append(-1 if ts is None else ts)
+        columns["key"].append(r.key)
+        columns["value"].append(r.value)
     return columns
 
 
@@ -85,7 +89,7 @@ class ColumnarTransform:
             return importlib.import_module("pyarrow").table(columns)
         return columns
 
-    def __call__(self, records: Iterator[Any]) -> list[OutputRecord]:
+    def __call__(self, records: Iterator[ConsumerRecord]) -> list[OutputRecord]:
         """Run ``fn`` on the chunk as one table; return its rows as output records.
 
         Raises:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sdk._client import ConsumerClient, translating
+from sdk._deprecation import warn_renamed
 from sdk.errors import ConfigurationError, KafkaClientError, UnknownTopicError, from_kafka_error
 from sdk.profiles import ConsumerProfile
 
@@ -66,16 +67,16 @@ def admin_config(consumer: ConsumerProfile) -> dict[str, Any]:
     }
 
 
-def _result(future: Any, context: str, timeout: float) -> Any:
+def _result(future: Any, context: str, timeout_s: float) -> Any:
     with translating(context):
-        return future.result(timeout)
+        return future.result(timeout_s)
 
 
-def _partitions(admin: Any, topics: Sequence[str], timeout: float) -> list[tuple[str, int]]:
+def _partitions(admin: Any, topics: Sequence[str], timeout_s: float) -> list[tuple[str, int]]:
     out: list[tuple[str, int]] = []
     for topic in topics:
         with translating(f"list_topics({topic})"):
-            meta = admin.list_topics(topic=topic, timeout=timeout).topics.get(topic)
+            meta = admin.list_topics(topic=topic, timeout=timeout_s).topics.get(topic)
         if meta is None or meta.error is not None or not meta.partitions:
             error = getattr(meta, "error", None)
             if error is not None:
@@ -98,14 +99,14 @@ _COORDINATOR_CODES = (
 
 
 def fetch_committed(
-    client: ConsumerClient, partitions: list[Any], timeout: float, context: str
+    client: ConsumerClient, partitions: list[Any], timeout_s: float, context: str
 ) -> Any:
     """``client.committed(partitions)``, retried while the group coordinator is not ready.
 
     librdkafka reports NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS from ``committed()``
     without marking them retriable (seen on a fresh Kafka 4.3.1 cluster, where the offsets
     topic is still loading), and UNSTABLE_OFFSET_COMMIT while a transaction that commits
-    offsets is pending (require_stable); all of them are retried for up to ``timeout`` seconds.
+    offsets is pending (require_stable); all of them are retried for up to ``timeout_s`` seconds.
 
     Raises:
         KafkaClientError: Another error, or the coordinator did not answer in time.
@@ -113,7 +114,7 @@ def fetch_committed(
     from confluent_kafka import KafkaError
 
     codes = {getattr(KafkaError, name) for name in _COORDINATOR_CODES if hasattr(KafkaError, name)}
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + timeout_s
     wait = 0.1
     while True:
         try:
@@ -132,7 +133,7 @@ def fetch_committed(
 def committed_offsets(
     consumer: ConsumerProfile,
     partitions: Sequence[tuple[str, int]],
-    timeout: float = 60.0,
+    timeout_s: float = 60.0,
     *,
     consumer_factory: Callable[[dict[str, Any]], ConsumerClient] | None = None,
 ) -> dict[tuple[str, int], int]:
@@ -165,7 +166,7 @@ def committed_offsets(
     try:
         tps = [TopicPartition(t, p) for t, p in partitions]
         got = fetch_committed(
-            client, tps, timeout, f"committed offsets of group {consumer.group_id}"
+            client, tps, timeout_s, f"committed offsets of group {consumer.group_id}"
         )
     finally:
         client.close()
@@ -178,7 +179,7 @@ def committed_offsets(
 
 
 def _list_offsets(
-    admin: Any, partitions: Sequence[tuple[str, int]], spec: Any, timeout: float
+    admin: Any, partitions: Sequence[tuple[str, int]], spec: Any, timeout_s: float
 ) -> dict[tuple[str, int], int]:
     from confluent_kafka import IsolationLevel, TopicPartition
 
@@ -186,7 +187,7 @@ def _list_offsets(
     futures = admin.list_offsets(request, isolation_level=IsolationLevel.READ_COMMITTED)
     return {
         (tp.topic, tp.partition): _result(
-            fut, f"list_offsets {tp.topic}[{tp.partition}]", timeout
+            fut, f"list_offsets {tp.topic}[{tp.partition}]", timeout_s
         ).offset
         for tp, fut in futures.items()
     }
@@ -198,8 +199,9 @@ def plan_ranges(
     *,
     job: str,
     transactional_id_prefix: str,
-    timeout: float = 30.0,
+    timeout_s: float = 30.0,
     admin_factory: Any = None,
+    timeout: float | None = None,
 ) -> list[PartitionRange]:
     """Plan one range per input topic-partition: committed offset → last stable offset.
 
@@ -208,8 +210,9 @@ def plan_ranges(
         topics: Input topics.
         job: Job name (part of every transactional.id).
         transactional_id_prefix: The producer profile's prefix.
-        timeout: Seconds per admin request.
+        timeout_s: Seconds per admin request.
         admin_factory: Makes the AdminClient from a config dict (tests).
+        timeout: Deprecated name of ``timeout_s``.
 
     Returns:
         The ranges, sorted by (topic, partition); empty ranges included.
@@ -221,12 +224,15 @@ def plan_ranges(
     import confluent_kafka.admin as kafka_admin
     from confluent_kafka.admin import AdminClient
 
+    if timeout is not None:
+        warn_renamed("plan_ranges", "timeout", "timeout_s")
+        timeout_s = timeout
     spec: Any = getattr(kafka_admin, "OffsetSpec")  # noqa: B009 (not in the typed stubs)
     admin = (admin_factory or AdminClient)(admin_config(consumer))
-    parts = _partitions(admin, topics, timeout)
-    committed = committed_offsets(consumer, parts, timeout)
-    stable_end = _list_offsets(admin, parts, spec.latest(), timeout)
-    earliest = _list_offsets(admin, parts, spec.earliest(), timeout)
+    parts = _partitions(admin, topics, timeout_s)
+    committed = committed_offsets(consumer, parts, timeout_s)
+    stable_end = _list_offsets(admin, parts, spec.latest(), timeout_s)
+    earliest = _list_offsets(admin, parts, spec.earliest(), timeout_s)
     return [
         PartitionRange(
             topic=t,

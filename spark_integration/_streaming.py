@@ -18,6 +18,7 @@ including those of a killed driver, and aborts what they left open), *then* read
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import re
 import time
@@ -29,6 +30,7 @@ from confluent_kafka import Consumer as _ConsumerClient
 from pydantic import Field, model_validator
 
 from sdk._client import ConsumerClient, ProducerClient, translating
+from sdk._deprecation import moved
 from sdk.core.session import TransactionSession
 from sdk.errors import ConfigurationError, KafkaClientError
 from sdk.observability import Telemetry
@@ -231,10 +233,14 @@ def _produce_all(txn: TransactionSession, outputs: Iterable[OutputRecord]) -> in
 
 
 class ExactlyOnceStreamingSink:
-    """A ``foreachBatch`` function writing each micro-batch exactly once.
+    """Writes each micro-batch of a stream exactly once, through ``foreachBatch``.
 
-    ``query = df.writeStream.foreachBatch(ExactlyOnceStreamingSink(config, transform))
-    .option("checkpointLocation", ...).start()``
+    The sink is configured once; the transform is given where the batches are written, as a
+    handler is on every front end::
+
+        sink = ExactlyOnceStreamingSink(config)
+        query = (df.writeStream.foreachBatch(sink.foreach_batch(transform))
+                 .option("checkpointLocation", ...).start())
 
     What must be deterministic for a batch id (see docs/spark.md): the multiset of the batch's
     rows and their slice-column values. Spark's Kafka source guarantees the rows (a batch's
@@ -245,7 +251,7 @@ class ExactlyOnceStreamingSink:
 
     Args:
         config: The sink configuration.
-        transform: ``iterator of Row -> iterable of OutputRecord`` (runs on the executors).
+        transform: Deprecated: give the transform to :meth:`foreach_batch`.
         admin_factory: Makes the AdminClient on the driver (tests).
 
     Attributes:
@@ -255,18 +261,48 @@ class ExactlyOnceStreamingSink:
     def __init__(
         self,
         config: StreamingSinkConfig,
-        transform: RowTransform,
+        transform: RowTransform | None = None,
         *,
         admin_factory: Any = None,
     ) -> None:
+        if transform is not None:
+            moved("transform", "ExactlyOnceStreamingSink()", "foreach_batch()")
         self.config = config
         self.transform = transform
         self._admin_factory = admin_factory
         self.history: list[list[SliceResult]] = []
         self._keys: dict[int, list[int]] = {}  # slice count -> partition key per slice
 
+    def foreach_batch(self, transform: RowTransform) -> Callable[[Any, int], None]:
+        """The ``foreachBatch`` function that writes each micro-batch with ``transform``.
+
+        Args:
+            transform: ``iterator of Row -> iterable of OutputRecord`` (runs on the
+                executors, pickled with cloudpickle).
+
+        Returns:
+            ``(batch_df, batch_id) -> None`` for ``df.writeStream.foreachBatch``; it writes
+            through this sink (its :attr:`history` too).
+        """
+        return functools.partial(self._write_batch, transform)
+
     def __call__(self, batch_df: Any, batch_id: int) -> None:
-        """Write one micro-batch (the ``foreachBatch`` callback, runs on the driver).
+        """Write one micro-batch with the transform given to the (deprecated) constructor.
+
+        Raises:
+            ConfigurationError: No transform was given to the constructor (use
+                :meth:`foreach_batch`), or as :meth:`_write_batch`.
+            Exception: As :meth:`_write_batch`.
+        """
+        if self.transform is None:
+            raise ConfigurationError(
+                "transform: give it to foreach_batch(transform) and that to foreachBatch",
+                field="transform",
+            )
+        self._write_batch(self.transform, batch_df, batch_id)
+
+    def _write_batch(self, transform: RowTransform, batch_df: Any, batch_id: int) -> None:
+        """Write one micro-batch with ``transform`` (the ``foreachBatch`` work, on the driver).
 
         DataFrame APIs only (``mapInArrow``, ``repartition``, ``unionByName``), so it runs
         under Spark Connect too, where the callback runs beside the server.
@@ -282,7 +318,7 @@ class ExactlyOnceStreamingSink:
             return
         self._prepare(batch_id, slices)
         writer = slice_writer(
-            self.config, self.transform, batch_id, slices, by_column=bool(self.config.slice_columns)
+            self.config, transform, batch_id, slices, by_column=bool(self.config.slice_columns)
         )
         if not is_connect(batch_df):
             batch_df.sparkSession.sparkContext.setJobDescription(

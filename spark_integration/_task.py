@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -27,6 +28,7 @@ from confluent_kafka import Consumer as _ConsumerClient
 
 from sdk._client import ConsumerClient, ProducerClient
 from sdk.core.failure import HandlerRunner, dead_letter
+from sdk.core.records import ConsumerRecord, view
 from sdk.core.session import TransactionSession
 from sdk.errors import HandlerError, KafkaClientError, from_kafka_error
 from sdk.observability import Telemetry
@@ -39,9 +41,14 @@ __all__ = ["RangeResult", "RecordTransform", "run_range"]
 
 
 class RecordTransform(Protocol):
-    """Transform a chunk of input records (``confluent_kafka.Message``) into output records."""
+    """Transform a chunk of input records into output records.
 
-    def __call__(self, records: Iterator[Any], /) -> Iterable[OutputRecord]:
+    The records are :class:`sdk.ConsumerRecord` s, as every handler gets them (``.key`` and
+    ``.value`` as bytes, ``.topic``, ``.partition``, ``.offset``, ``.headers``,
+    ``.timestamp_ms``; ``.raw`` is the ``confluent_kafka.Message``).
+    """
+
+    def __call__(self, records: Iterator[ConsumerRecord], /) -> Iterable[OutputRecord]:
         """Return the records to produce for the chunk (may be empty)."""
         ...
 
@@ -63,7 +70,7 @@ class RangeResult:
         retries: Kafka calls retried (retriable errors).
         producer_recreations: Producers recreated (ambiguous commit, transaction timeout, ...).
         attempt: Spark's attempt number of the task (0 = first), -1 outside Spark.
-        seconds: Wall time of the task.
+        duration_s: Wall time of the task in seconds.
     """
 
     topic: str
@@ -78,7 +85,15 @@ class RangeResult:
     retries: int = 0
     producer_recreations: int = 0
     attempt: int = -1
-    seconds: float = 0.0
+    duration_s: float = 0.0
+
+    @property
+    def seconds(self) -> float:
+        """Deprecated name of :attr:`duration_s`."""
+        warnings.warn(
+            "RangeResult.seconds is deprecated, use duration_s", DeprecationWarning, stacklevel=2
+        )
+        return self.duration_s
 
 
 class _Rewind(Exception):
@@ -136,7 +151,7 @@ class _RangeTask:
                     continue
         finally:
             self._close()
-            self.result.seconds = time.monotonic() - started
+            self.result.duration_s = time.monotonic() - started
             self.result.aborts = self.stats.aborts
             self.result.retries = self.stats.retries
             self.result.producer_recreations = self.stats.producer_recreations
@@ -238,8 +253,9 @@ class _RangeTask:
         self._commit(commit_at, pending_in, pending_out)
 
     def _run_transform(self, sub: list[Any]) -> list[OutputRecord]:
+        records = [view(ConsumerRecord, m) for m in sub]  # the record type of every handler
         try:
-            return self.runner.run(lambda recs: self.transform(iter(recs)), sub)
+            return self.runner.run(lambda recs: self.transform(iter(recs)), records)
         except HandlerError as exc:
             failure = self.config.processing.consumer.failure
             if failure.on_failure == "dlq" and failure.dlq_topic:
@@ -299,7 +315,7 @@ def run_range(
     Args:
         rng: The planned range.
         config: The job configuration.
-        transform: ``iterator of records -> iterable of OutputRecord``, called per
+        transform: ``iterator of ConsumerRecord -> iterable of OutputRecord``, called per
             ``consumer.batch_size`` records.
         producer_factory: Makes the producer client from a librdkafka dict (tests).
         consumer_factory: Makes the consumer from a librdkafka dict (tests).

@@ -67,7 +67,7 @@ class LoopBridge:
 
         return call
 
-    async def run(self, fn: Callable[[], T], *, handle_sigterm: bool = False) -> T:
+    async def run(self, fn: Callable[[], T], *, handle_sigterm: bool | None = None) -> T:
         """Run the core's loop ``fn`` in the worker; a cancellation stops it, then waits.
 
         The core returns after the record in hand (whose handler is cancelled too, so it
@@ -75,12 +75,13 @@ class LoopBridge:
         transaction) and only then does the cancellation propagate: nothing of the core is
         left running behind the cancelled task.
 
-        ``handle_sigterm`` turns SIGTERM into the core's ``stop()`` while it runs (the
-        loop must run in the main thread), as the sync ``run(handle_sigterm=True)``.
+        ``handle_sigterm`` turns SIGTERM into the core's ``stop()`` while it runs, as the sync
+        ``run(handle_sigterm=...)``: None where the loop runs in the main thread and SIGTERM
+        has no handler of the application's, True always (main thread only), False never.
 
         Raises:
             asyncio.CancelledError: The awaiting task (or the handler's) was cancelled.
-            ConfigurationError: ``handle_sigterm`` on a loop outside the main thread.
+            ConfigurationError: ``handle_sigterm=True`` on a loop outside the main thread.
         """
         loop = asyncio.get_running_loop()
         with loop_sigterm_stops(loop, self._stop, handle_sigterm):

@@ -23,6 +23,7 @@ import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
+from sdk._deprecation import renamed
 from sdk.aio._bridge import HandlersAhead, LoopBridge
 from sdk.consumer import Consumer, ConsumerRecord, ConsumerState, ConsumerStats
 from sdk.profiles import ConsumerProfile
@@ -96,24 +97,31 @@ class AsyncConsumer:
         handler: Callable[[ConsumerRecord], Awaitable[Any]],
         *,
         max_records: int | None = None,
+        idle_timeout_s: float | None = None,
+        handle_sigterm: bool | None = None,
         idle_timeout: float | None = None,
-        handle_sigterm: bool = False,
     ) -> ConsumerStats:
         """Await ``handler(record)`` for each record; commit per the guarantee (as ``run``).
 
         Args:
             handler: ``async record -> None``.
             max_records: Return after this many records.
-            idle_timeout: Return after this long without a record.
-            handle_sigterm: SIGTERM stops the run (commit what was handled, then return);
-                the loop must run in the main thread.
+            idle_timeout_s: Return after this many seconds without a record.
+            handle_sigterm: SIGTERM stops the run (commit what was handled, then return).
+                None (default): when the loop runs in the main thread and the application
+                has no SIGTERM handler of its own; True: always (the loop must run in the
+                main thread); False: never.
+            idle_timeout: Deprecated name of ``idle_timeout_s``.
 
         Raises:
             asyncio.CancelledError: The awaiting task was cancelled (after the commit of what
                 was handled).
             HandlerError, SerializationError, KafkaClientError: As the sync ``run``.
-            ConfigurationError: ``handle_sigterm`` outside the main thread.
+            ConfigurationError: ``handle_sigterm=True`` outside the main thread.
         """
+        idle_s = renamed(
+            "AsyncConsumer.run", "idle_timeout", idle_timeout, "idle_timeout_s", idle_timeout_s
+        )
         sync = self._sync
         decoder = sync._failure.decoder
         ahead = HandlersAhead(
@@ -134,8 +142,12 @@ class AsyncConsumer:
         sync._before_handle = before_handle
         try:
             return await self._bridge.run(
-                functools.partial(
-                    sync.run, ahead.call, max_records=max_records, idle_timeout=idle_timeout
+                functools.partial(  # SIGTERM is the bridge's (on the loop), not the worker's
+                    sync.run,
+                    ahead.call,
+                    max_records=max_records,
+                    idle_timeout_s=idle_s,
+                    handle_sigterm=False,
                 ),
                 handle_sigterm=handle_sigterm,
             )

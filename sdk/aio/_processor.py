@@ -23,9 +23,11 @@ import functools
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
+from sdk._deprecation import moved, renamed
 from sdk.aio._bridge import HandlersAhead, LoopBridge
 from sdk.consumer import ConsumerRecord
 from sdk.core.records import view
+from sdk.errors import ConfigurationError
 from sdk.processor import OutputRecord, Processor, ProcessorStats
 from sdk.profiles import ProcessingProfile
 
@@ -43,15 +45,15 @@ class AsyncProcessor:
             data = await fetch(record.key)
             return [OutputRecord("enriched", data, record.key)]
 
-        async with AsyncProcessor(profile, ["orders"], enrich, instance_id="pod-0") as proc:
-            await proc.run(handle_sigterm=True)
+        async with AsyncProcessor(profile, ["orders"], instance_id="pod-0") as proc:
+            await proc.run(enrich)
 
     Like the sync Processor it runs once: after :meth:`run` returns it is closed.
 
     Args:
         profile: The processing profile (exactly_once, at_least_once or at_most_once).
         input_topics: Topics to subscribe to.
-        handler: ``async record -> iterable of OutputRecord`` (or None).
+        handler: Deprecated: give the handler to :meth:`run`.
         **options: The :class:`~sdk.processor.Processor` keyword arguments (``instance_id``,
             ``transactional_id``, ``on_fenced``, ``partitioner``, ``telemetry``, ...).
 
@@ -63,13 +65,15 @@ class AsyncProcessor:
         self,
         profile: ProcessingProfile,
         input_topics: Sequence[str],
-        handler: AsyncHandler,
+        handler: AsyncHandler | None = None,
         **options: Any,
     ) -> None:
+        if handler is not None:
+            moved("handler", "AsyncProcessor()", "run()")
         self._handler = handler
         self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="aio-processor")
         self._ahead: HandlersAhead | None = None  # set by run()
-        self._sync = Processor(profile, input_topics, self._call, **options)
+        self._sync = Processor(profile, input_topics, **options)
         self._sync._before_handle = self._run_ahead
         self._bridge = LoopBridge(self._worker, self._sync.stop)
         self._finished: asyncio.Event | None = None  # set while a run is in progress
@@ -115,29 +119,56 @@ class AsyncProcessor:
         self._sync.stop()
 
     async def run(
-        self, *, max_seconds: float | None = None, handle_sigterm: bool = False
+        self,
+        handler: AsyncHandler | None = None,
+        *,
+        max_duration_s: float | None = None,
+        handle_sigterm: bool | None = None,
+        max_seconds: float | None = None,
     ) -> ProcessorStats:
-        """Run until :meth:`stop`, ``max_seconds`` or cancellation; commit and close on the way out.
+        """Await ``handler(record)`` per record until stopped; commit and close on the way out.
+
+        Stopped: :meth:`stop`, ``max_duration_s``, SIGTERM or cancellation.
 
         Args:
-            max_seconds: Return after this long (the pending work is committed first).
-            handle_sigterm: SIGTERM stops the run (commit, then return); the loop must run
-                in the main thread.
+            handler: ``async record -> iterable of OutputRecord`` (or None). Required unless
+                given to the (deprecated) constructor.
+            max_duration_s: Return after this many seconds (the pending work is committed
+                first).
+            handle_sigterm: SIGTERM stops the run (commit, then return). None (default): when
+                the loop runs in the main thread and the application has no SIGTERM handler
+                of its own; True: always (the loop must run in the main thread); False: never.
+            max_seconds: Deprecated name of ``max_duration_s``.
 
         Raises:
-            ConfigurationError: ``handle_sigterm`` outside the main thread.
+            ConfigurationError: No handler (or one here and one in the constructor), or
+                ``handle_sigterm=True`` outside the main thread.
             asyncio.CancelledError: The awaiting task was cancelled (after the worker
                 committed or aborted and closed).
             ProducerFencedError, HandlerError, KafkaClientError: As the sync ``run``.
         """
+        limit = renamed(
+            "AsyncProcessor.run", "max_seconds", max_seconds, "max_duration_s", max_duration_s
+        )
+        if handler is not None and self._handler is not None:
+            raise ConfigurationError(
+                "handler: given to both AsyncProcessor() and run(); give it to run() only",
+                field="handler",
+            )
+        handler = handler or self._handler
+        if handler is None:
+            raise ConfigurationError("handler: give the handler to run(handler)", field="handler")
         self._ahead = HandlersAhead(
             self._bridge,
-            self._handler,
+            handler,
             asyncio.get_running_loop(),
             prepare=functools.partial(view, ConsumerRecord),
             stopped=self._sync._stop.is_set,
         )
-        loop_of_core = functools.partial(self._sync.run, max_seconds=max_seconds)
+        # SIGTERM is the bridge's (on the loop); the core runs in a worker thread
+        loop_of_core = functools.partial(
+            self._sync.run, self._call, max_duration_s=limit, handle_sigterm=False
+        )
         self._finished = asyncio.Event()
         try:
             return await self._bridge.run(loop_of_core, handle_sigterm=handle_sigterm)

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sdk._client import translating
+from sdk._deprecation import warn_renamed
 from sdk.assignors._protocol import Assignor, Member, Plan, TopicPartition, check_plan
 from sdk.assignors._registry import resolve_assignor
 from sdk.errors import (
@@ -143,7 +144,8 @@ class GroupAssignedConsumer:
         metadata: This member's metadata other members' assignors see (e.g. ``{"rack": "a"}``).
         on_assign: Called with this member's share after each assignment.
         on_revoke: Called with this member's share before it is revoked (e.g. to commit).
-        describe_timeout: Seconds to obtain a description of the new generation.
+        describe_timeout_s: Seconds to obtain a description of the new generation.
+        describe_timeout: Deprecated name of ``describe_timeout_s``.
 
     Attributes:
         plan: The group's plan of the current generation ({} while none or superseded).
@@ -166,8 +168,12 @@ class GroupAssignedConsumer:
         metadata: Mapping[str, str] | None = None,
         on_assign: Callable[[list[TopicPartition]], None] | None = None,
         on_revoke: Callable[[list[TopicPartition]], None] | None = None,
-        describe_timeout: float = 15.0,
+        describe_timeout_s: float = 15.0,
+        describe_timeout: float | None = None,
     ) -> None:
+        if describe_timeout is not None:
+            warn_renamed("GroupAssignedConsumer", "describe_timeout", "describe_timeout_s")
+            describe_timeout_s = describe_timeout
         check_group_config(config, topics, guarantee)
         self.assignor = resolve_assignor(assignor)
         self.topics = tuple(sorted(set(topics)))
@@ -181,7 +187,7 @@ class GroupAssignedConsumer:
         )
         self._on_assign_cb = on_assign
         self._on_revoke_cb = on_revoke
-        self._describe_timeout = describe_timeout
+        self._describe_timeout = describe_timeout_s
         self._consumer: Any = None
         self._closed = False
         self._admin: Any = None

@@ -10,6 +10,7 @@ from contextlib import contextmanager, suppress
 from typing import Any, Literal
 
 from sdk._client import ConsumerClient, call_kafka
+from sdk._deprecation import renamed
 from sdk._signals import sigterm_stops
 from sdk.consumer._commits import OffsetKeeper
 from sdk.consumer._failure import FailurePath
@@ -224,19 +225,23 @@ class Consumer(HandlingLoop):
         handler: RecordHandler | Callable[[ConsumerRecord], Any],
         *,
         max_records: int | None = None,
+        idle_timeout_s: float | None = None,
+        handle_sigterm: bool | None = None,
         idle_timeout: float | None = None,
-        handle_sigterm: bool = False,
     ) -> ConsumerStats:
         """Call ``handler(record)`` for each record until stopped; commit per the guarantee.
 
         Args:
             handler: Called once per record (retried per ``profile.failure``).
             max_records: Return after taking this many records from Kafka (poison pills count).
-            idle_timeout: Return after this many seconds without a record, counted from the
+            idle_timeout_s: Return after this many seconds without a record, counted from the
                 latest partition assignment (a slow group join is not idleness). Before the
                 first assignment it bounds only the wait for an unreachable broker.
-            handle_sigterm: Turn SIGTERM into :meth:`stop` while running (main thread only):
-                the run commits what was handled and returns.
+            handle_sigterm: SIGTERM calls :meth:`stop` while running: the run commits what was
+                handled and returns. None (default): in the main thread, unless the
+                application has its own SIGTERM handler; True: always (main thread only);
+                False: never.
+            idle_timeout: Deprecated name of ``idle_timeout_s``.
 
         Returns:
             The counters (cumulative over runs).
@@ -247,12 +252,17 @@ class Consumer(HandlingLoop):
                 record is on ``.record`` and its offset is not stored.
             SerializationError: A poison pill with ``on_failure="stop"``.
             UnknownTopicError: A subscribed topic does not exist.
-            BrokerUnreachableError: ``idle_timeout`` passed without ever reaching a broker.
-            AuthenticationError: ``idle_timeout`` passed and the broker refused the credentials.
+            BrokerUnreachableError: ``idle_timeout_s`` passed without ever reaching a broker.
+            AuthenticationError: ``idle_timeout_s`` passed and the broker refused the
+                credentials.
             KafkaClientError: A commit, dead-letter delivery or fatal client error.
+            ConfigurationError: ``handle_sigterm=True`` outside the main thread.
         """
+        idle_s = renamed(
+            "Consumer.run", "idle_timeout", idle_timeout, "idle_timeout_s", idle_timeout_s
+        )
         with self._running(handle_sigterm):
-            for messages in self._batches(max_records, idle_timeout):
+            for messages in self._batches(max_records, idle_s):
                 ahead = 0
                 if self._before_handle is not None:  # sdk.aio: one loop crossing per batch
                     ahead = self._before_handle(messages)
@@ -264,8 +274,9 @@ class Consumer(HandlingLoop):
         handler: BatchRecordHandler | Callable[[list[ConsumerRecord]], Any],
         *,
         max_records: int | None = None,
+        idle_timeout_s: float | None = None,
+        handle_sigterm: bool | None = None,
         idle_timeout: float | None = None,
-        handle_sigterm: bool = False,
     ) -> ConsumerStats:
         """Like :meth:`run`, but ``handler(records)`` gets each polled batch at once.
 
@@ -278,9 +289,13 @@ class Consumer(HandlingLoop):
             HandlerError: See :meth:`run` (``.record`` is the list of records).
             SerializationError: See :meth:`run`.
             KafkaClientError: See :meth:`run`.
+            ConfigurationError: See :meth:`run`.
         """
+        idle_s = renamed(
+            "Consumer.run_batch", "idle_timeout", idle_timeout, "idle_timeout_s", idle_timeout_s
+        )
         with self._running(handle_sigterm):
-            for messages in self._batches(max_records, idle_timeout):
+            for messages in self._batches(max_records, idle_s):
                 self._handle_batch(handler, messages)
         return self.stats
 
@@ -288,8 +303,9 @@ class Consumer(HandlingLoop):
         self,
         *,
         max_records: int | None = None,
-        idle_timeout: float | None = None,
+        idle_timeout_s: float | None = None,
         handle_sigterm: bool = False,
+        idle_timeout: float | None = None,
     ) -> Iterator[ConsumerRecord]:
         """Yield records; ``at_least_once`` stores an offset only once :meth:`ack` allows.
 
@@ -298,14 +314,21 @@ class Consumer(HandlingLoop):
         the longest prefix of acknowledged records (acks may come out of order). Records not
         acknowledged when their partition is revoked are delivered again (to the new owner).
 
+        ``handle_sigterm`` is off by default here, unlike :meth:`run`: a loop that leaves the
+        iteration early would keep SIGTERM turned into :meth:`stop` until the iterator is
+        closed, and the process would not end on SIGTERM.
+
         Raises:
             ClosedError: See :meth:`run`.
             SerializationError: A poison pill with ``on_failure="stop"`` (with ``"dlq"`` it is
                 dead-lettered and acknowledged without being yielded).
             KafkaClientError: See :meth:`run`.
         """
+        idle_s = renamed(
+            "Consumer.records", "idle_timeout", idle_timeout, "idle_timeout_s", idle_timeout_s
+        )
         with self._running(handle_sigterm):
-            for messages in self._batches(max_records, idle_timeout):
+            for messages in self._batches(max_records, idle_s):
                 for message in messages:
                     self._offsets.track(message)
                     record = self._failure.decode(message)
@@ -348,7 +371,7 @@ class Consumer(HandlingLoop):
 
     # ------------------------------------------------------------------ the loop
     @contextmanager
-    def _running(self, handle_sigterm: bool) -> Iterator[None]:
+    def _running(self, handle_sigterm: bool | None) -> Iterator[None]:
         """Install the SIGTERM handler if asked; on the way out commit what was handled."""
         with sigterm_stops(self.stop, handle_sigterm):
             self._open()
@@ -375,7 +398,7 @@ class Consumer(HandlingLoop):
             else:
                 self._offsets.commit_stored(client, "commit at the end of the run")
 
-    def _batches(self, max_records: int | None, idle_timeout: float | None) -> Iterator[list[Any]]:
+    def _batches(self, max_records: int | None, idle_s: float | None) -> Iterator[list[Any]]:
         """Yield polled batches (at_most_once: each already committed)."""
         client = self._open()
         taken = 0
@@ -388,7 +411,7 @@ class Consumer(HandlingLoop):
                     return
             messages = self._poll(client, limit)
             if not messages:
-                if idle_timeout is not None and self._health.idle_for(last) >= idle_timeout:
+                if idle_s is not None and self._health.idle_for(last) >= idle_s:
                     self._health.raise_if_never_joined()
                     return
                 continue
@@ -433,7 +456,7 @@ class Consumer(HandlingLoop):
 
     # ------------------------------------------------------------------ callbacks
     def _on_assign(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
-        self._health.assigned()  # idle_timeout counts from here
+        self._health.assigned()  # idle_timeout_s counts from here
         self._assigned |= {(tp.topic, tp.partition) for tp in partitions}
         self._offsets.on_assign(consumer, partitions)
         if self._telemetry is not None:

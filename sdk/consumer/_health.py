@@ -19,7 +19,7 @@ __all__ = ["ClientHealth"]
 class ClientHealth:
     """The consumer client's ``error_cb``, and when an idle run may end.
 
-    ``idle_timeout`` counts from the latest partition assignment: a slow group join (a
+    ``idle_timeout_s`` counts from the latest partition assignment: a slow group join (a
     coordinator loading ``__consumer_offsets``) is not idleness. Before the first assignment it
     bounds only the wait for a broker that does not answer or refuses the credentials; the
     run then raises that error instead of returning as if there were no records.
@@ -62,7 +62,7 @@ class ClientHealth:
         if self.assigned_at is None:
             error = self._last_error
             if isinstance(error, (BrokerUnreachableError, AuthenticationError)):
-                return now - last_record  # idle_timeout bounds the wait for a broker ...
+                return now - last_record  # idle_timeout_s bounds the wait for a broker ...
             return 0.0  # ... but a slow group join (coordinator loading) is not idleness
         return now - max(last_record, self.assigned_at)
 

@@ -106,7 +106,7 @@ class MetricHooks:
         self,
         topic: str,
         partition: int | None,
-        seconds: float,
+        duration_s: float,
         *,
         group: str | None = None,
         error_type: str | None = None,
@@ -117,7 +117,7 @@ class MetricHooks:
         attrs = attributes(topic, partition, group)
         if error_type is not None:
             attrs[c.ERROR_TYPE] = error_type
-        self.instruments.process_duration.record(seconds, attrs)
+        self.instruments.process_duration.record(duration_s, attrs)
 
     def retry(self, operation: str, count: int = 1) -> None:
         """Count a retried call; ``operation`` is a fixed name such as ``commit_transaction``."""

@@ -12,6 +12,7 @@ from confluent_kafka import Consumer as _ConsumerClient
 from confluent_kafka import TopicPartition
 
 from sdk._client import ConsumerClient, ProducerClient, call_kafka
+from sdk._deprecation import moved, renamed
 from sdk._signals import sigterm_stops
 from sdk.consumer._at_most_once import HandledMarks, commit_before_handling, member_id
 from sdk.core.failure import HandlerRunner
@@ -58,13 +59,17 @@ class Processor(HandlingLoop):
     * ``at_least_once``: outputs are flushed, then the input offsets are stored (auto-commit).
     * ``at_most_once``: input offsets are committed before the handler runs.
 
+    The handler is given to :meth:`run` (or a batch handler to :meth:`run_batch`), as on
+    every front end::
+
+        with Processor(profile, ["words"], instance_id="worker-0") as p:
+            p.run(upper)
+
     Args:
         profile: The processing profile (guarantee, consumer, producer, commit cadence).
         input_topics: Topics to subscribe to.
-        handler: ``record -> iterable of OutputRecord``; the record is the Consumer's
-            :class:`~sdk.consumer.ConsumerRecord` (``.key``/``.value`` as bytes, ``.topic``,
-            ``.partition``, ``.offset``, ``.headers``; ``.raw`` is the confluent ``Message``).
-        batch_handler: Alternative to ``handler``: ``list of records -> iterable``.
+        handler: Deprecated: give the handler to :meth:`run`.
+        batch_handler: Deprecated: give the batch handler to :meth:`run_batch`.
         transactional_id: Concrete transactional.id (overrides the profile's).
         instance_id: Stable id of this instance, appended to the profile's
             ``transactional_id_prefix``. It must survive restarts: a restarted instance with the
@@ -86,7 +91,8 @@ class Processor(HandlingLoop):
             broker; runs in the processor's thread, its exceptions are logged and ignored.
 
     Raises:
-        ConfigurationError: Neither or both handlers, or no transactional id for exactly_once.
+        ConfigurationError: Both deprecated handlers, no input topic, or no transactional id
+            for exactly_once.
     """
 
     def __init__(
@@ -106,10 +112,12 @@ class Processor(HandlingLoop):
         telemetry: Telemetry | Literal[False] | None = None,
         on_progress: Callable[[Progress], Any] | None = None,
     ) -> None:
-        if (handler is None) == (batch_handler is None):
-            raise ConfigurationError(
-                "handler: give exactly one of handler and batch_handler", field="handler"
-            )
+        if handler is not None or batch_handler is not None:
+            moved("handler", "Processor()", "run() (a batch handler to run_batch())")
+            if handler is not None and batch_handler is not None:
+                raise ConfigurationError(
+                    "handler: give exactly one of handler and batch_handler", field="handler"
+                )
         if not input_topics:
             raise ConfigurationError("input_topics: at least one topic", field="input_topics")
         self.profile = profile
@@ -194,33 +202,110 @@ class Processor(HandlingLoop):
         self._producer.close()  # no client left: only marks it closed
 
     def run(
-        self, *, max_seconds: float | None = None, handle_sigterm: bool = False
+        self,
+        handler: Handler | None = None,
+        *,
+        max_duration_s: float | None = None,
+        handle_sigterm: bool | None = None,
+        max_seconds: float | None = None,
     ) -> ProcessorStats:
-        """Run the loop until :meth:`stop` (or ``max_seconds``); commit and close on the way out.
+        """Run ``handler`` on every record until :meth:`stop`; commit and close on the way out.
+
+        A Processor runs once: after :meth:`run` returns it is closed.
 
         Args:
-            max_seconds: Return after this long (the pending work is committed first).
-            handle_sigterm: Turn SIGTERM into :meth:`stop` while running (main thread only),
-                like :meth:`sdk.consumer.Consumer.run`: the loop commits what it handled and
-                returns.
+            handler: ``record -> iterable of OutputRecord`` (or None); the record is the
+                Consumer's :class:`~sdk.consumer.ConsumerRecord` (``.key``/``.value`` as
+                bytes, ``.topic``, ``.partition``, ``.offset``, ``.headers``; ``.raw`` is the
+                confluent ``Message``). Required unless given to the (deprecated) constructor.
+            max_duration_s: Return after this many seconds (the pending work is committed
+                first).
+            handle_sigterm: SIGTERM calls :meth:`stop` while running, like
+                :meth:`sdk.consumer.Consumer.run`: the loop commits what it handled and
+                returns. None (default): in the main thread, unless the application has its
+                own SIGTERM handler; True: always (main thread only); False: never.
+            max_seconds: Deprecated name of ``max_duration_s``.
 
         Returns:
             The counters.
 
         Raises:
             ClosedError: The processor was closed.
-            ConfigurationError: ``handle_sigterm`` outside the main thread.
+            ConfigurationError: No handler (or one given both here and to the constructor),
+                or ``handle_sigterm=True`` outside the main thread.
             ProducerFencedError: Fenced with ``on_fenced="raise"`` (or fatal producer error).
             HandlerError: The handler failed with ``failure.on_failure="stop"``.
             KafkaClientError: Another unrecoverable Kafka error.
         """
+        limit = renamed(
+            "Processor.run", "max_seconds", max_seconds, "max_duration_s", max_duration_s
+        )
+        return self._run(handler, None, limit, handle_sigterm)
+
+    def run_batch(
+        self,
+        handler: BatchHandler | None = None,
+        *,
+        max_duration_s: float | None = None,
+        handle_sigterm: bool | None = None,
+        max_seconds: float | None = None,
+    ) -> ProcessorStats:
+        """Like :meth:`run`, but ``handler(records)`` gets each polled batch at once.
+
+        Args:
+            handler: ``list of ConsumerRecord -> iterable of OutputRecord`` (or None).
+            max_duration_s: See :meth:`run`.
+            handle_sigterm: See :meth:`run`.
+            max_seconds: Deprecated name of ``max_duration_s``.
+
+        Raises:
+            ClosedError: See :meth:`run`.
+            ConfigurationError: See :meth:`run`.
+            ProducerFencedError: See :meth:`run`.
+            HandlerError: See :meth:`run` (``.record`` is the list of records).
+            KafkaClientError: See :meth:`run`.
+        """
+        limit = renamed(
+            "Processor.run_batch", "max_seconds", max_seconds, "max_duration_s", max_duration_s
+        )
+        return self._run(None, handler, limit, handle_sigterm)
+
+    def _run(
+        self,
+        handler: Handler | None,
+        batch_handler: BatchHandler | None,
+        max_duration_s: float | None,
+        handle_sigterm: bool | None,
+    ) -> ProcessorStats:
         if self.state is ProcessorState.CLOSED:
             raise ClosedError("Processor.run() after close()")
-        deadline = None if max_seconds is None else time.monotonic() + max_seconds
+        self._use(handler, batch_handler)
+        deadline = None if max_duration_s is None else time.monotonic() + max_duration_s
         with sigterm_stops(self.stop, handle_sigterm):
             self.state = ProcessorState.RUNNING
             self._loop(deadline)
         return self.stats
+
+    def _use(self, handler: Handler | None, batch_handler: BatchHandler | None) -> None:
+        """Take the handler of this run (or keep the one the deprecated constructor got).
+
+        Raises:
+            ConfigurationError: No handler at all, or one here and one in the constructor.
+        """
+        given = handler is not None or batch_handler is not None
+        kept = self._handler is not None or self._batch_handler is not None
+        if given and kept:
+            raise ConfigurationError(
+                "handler: given to both Processor() and run(); give it to run() only",
+                field="handler",
+            )
+        if not given and not kept:
+            raise ConfigurationError(
+                "handler: give the handler to run(handler) (or run_batch(handler))",
+                field="handler",
+            )
+        if given:
+            self._handler, self._batch_handler = handler, batch_handler
 
     def _loop(self, deadline: float | None) -> None:
         try:

@@ -8,7 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from sdk.errors import ConfigurationError
 from sdk.profiles._base import ProfileModel
-from sdk.profiles._common import Guarantee, parse_guarantee
+from sdk.profiles._common import Guarantee, SecurityProfile, parse_guarantee
 from sdk.profiles._consumer import ConsumerProfile
 from sdk.profiles._producer import ProducerProfile
 
@@ -18,24 +18,30 @@ __all__ = ["ProcessingProfile"]
 class ProcessingProfile(ProfileModel):
     """Consumer and producer of a read-process-write loop, bound to one guarantee.
 
-    The guarantee is written once: ``consumer`` and ``producer`` given as mappings without a
-    ``guarantee`` take the processing guarantee; one that names a different guarantee is an
-    error.
+    What both sides share is written once: ``consumer`` and ``producer`` without a
+    ``guarantee`` take the processing guarantee, and without ``bootstrap_servers`` or
+    ``security`` take the top-level ones. A side that sets one of them to a different value
+    is an error naming that field.
 
     Example::
 
         ProcessingProfile(
             guarantee="exactly_once",
-            consumer={"bootstrap_servers": "kafka:9092", "group_id": "orders"},
-            producer={"bootstrap_servers": "kafka:9092", "transactional_id_prefix": "orders-"},
+            bootstrap_servers="kafka:9092",
+            consumer={"group_id": "orders"},
+            producer={"transactional_id_prefix": "orders-"},
         )
 
     Attributes:
+        bootstrap_servers: The cluster of both sides (None: each side sets its own).
+        security: The connection security of both sides (None: each side sets its own).
         commit_interval_ms: How often the loop commits (exactly_once: ends the transaction).
         max_records_per_transaction: Commit early once this many input records were handled.
     """
 
     guarantee: Guarantee
+    bootstrap_servers: str | None = Field(default=None, min_length=1)
+    security: SecurityProfile | None = None
     consumer: ConsumerProfile
     producer: ProducerProfile
     commit_interval_ms: int = Field(default=100, ge=1)
@@ -48,14 +54,17 @@ class ProcessingProfile(ProfileModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _inherit_guarantee(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or "guarantee" not in data:
+    def _pass_down_shared(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
             return data
         out = dict(data)
         for side in ("consumer", "producer"):
             child = out.get(side)
-            if isinstance(child, dict) and "guarantee" not in child:
-                out[side] = {**child, "guarantee": data["guarantee"]}
+            if isinstance(child, dict) and "guarantee" not in child and "guarantee" in data:
+                out[side] = child = {**child, "guarantee": data["guarantee"]}
+            for key in _SHARED:
+                if data.get(key) is not None:
+                    out[side] = child = _pass_down(side, child, key, data[key])
         return out
 
     @model_validator(mode="after")
@@ -78,3 +87,53 @@ class ProcessingProfile(ProfileModel):
                 field="commit_interval_ms",
             )
         return self
+
+
+_SHARED = ("bootstrap_servers", "security")
+"""The fields both sides must agree on, which the processing profile can give once."""
+
+
+def _pass_down(side: str, child: Any, key: str, value: Any) -> Any:
+    """``child`` (a mapping or a built profile) with the shared ``key`` set to ``value``.
+
+    Raises:
+        ConfigurationError: ``child`` sets ``key`` to something else (the field is named;
+            security values are not shown, they may hold secrets).
+    """
+    if isinstance(child, ProfileModel):
+        if key not in child.model_fields_set:  # a default, not a choice: take the shared one
+            return type(child)(
+                **{k: getattr(child, k) for k in child.model_fields_set}, **{key: value}
+            )
+        own = getattr(child, key)
+    elif isinstance(child, dict):
+        if child.get(key) is None:
+            return {**child, key: value}
+        own = child[key]
+    else:
+        return child  # missing or malformed: the field's own validation reports it
+    if key == "security":
+        try:
+            same = SecurityProfile.model_validate(_plain(own)) == SecurityProfile.model_validate(
+                _plain(value)
+            )
+        except ConfigurationError:
+            return child  # invalid: the side's (or the top level's) validation names the field
+        shown = " (values not shown: they may hold secrets)"
+    else:
+        same = own == value
+        shown = f" {own!r} (the top level has {value!r})"
+    if not same:
+        raise ConfigurationError(
+            f"{side}.{key}: contradicts the processing profile's {key}{shown}; give it once at "
+            "the top level, or on each side",
+            field=f"{side}.{key}",
+        )
+    return child
+
+
+def _plain(value: Any) -> Any:
+    """A SecurityProfile as its set fields, so it validates like the mapping it came from."""
+    if isinstance(value, SecurityProfile):
+        return {k: getattr(value, k) for k in value.model_fields_set}
+    return value

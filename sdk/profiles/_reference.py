@@ -92,6 +92,11 @@ DESCRIPTIONS: dict[str, str] = {
 #: Where one model's field means something else than its line in :data:`DESCRIPTIONS`.
 MODEL_DESCRIPTIONS: dict[tuple[str, str], str] = {
     ("QueueProfile", "group_id"): "share group (KIP-932), not a consumer group",
+    ("ProcessingProfile", "bootstrap_servers"): "the cluster of both sides, given once: "
+    "passed to consumer and producer where they do not set it; a side that sets another is "
+    "an error",
+    ("ProcessingProfile", "security"): "the connection security of both sides, given once "
+    "(passed down like bootstrap_servers)",
 }
 
 _MODELS: list[tuple[type[BaseModel], str]] = [

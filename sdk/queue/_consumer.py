@@ -31,6 +31,7 @@ from typing import Any, Literal
 from confluent_kafka import AcknowledgeType, KafkaError, Message, ShareConsumer
 
 from sdk._client import translating
+from sdk._deprecation import renamed
 from sdk._signals import sigterm_stops
 from sdk.consumer._failure import RecordDecoder, dead_letter_sink
 from sdk.core.failure import HandlerRunner
@@ -165,16 +166,20 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         handler: Callable[[ConsumerRecord], Any],
         *,
         max_records: int | None = None,
+        idle_timeout_s: float | None = None,
+        handle_sigterm: bool | None = None,
         idle_timeout: float | None = None,
-        handle_sigterm: bool = False,
     ) -> QueueStats:
         """Call ``handler(record)`` per record until stopped; acknowledge per the guarantee.
 
         Args:
             handler: Called once per delivery of a record (its result is ignored).
             max_records: Return after acquiring this many records.
-            idle_timeout: Return after this many seconds without a record.
-            handle_sigterm: Turn SIGTERM into :meth:`stop` while running (main thread only).
+            idle_timeout_s: Return after this many seconds without a record.
+            handle_sigterm: SIGTERM calls :meth:`stop` while running. None (default): in the
+                main thread, unless the application has its own SIGTERM handler; True: always
+                (main thread only); False: never.
+            idle_timeout: Deprecated name of ``idle_timeout_s``.
 
         Returns:
             The counters (cumulative over runs).
@@ -187,16 +192,21 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
             KafkaClientError: A dead-letter write failed (the record was released), the
                 broker has no share groups (the message says what is needed), or a fatal
                 client error.
+            ConfigurationError: ``handle_sigterm=True`` outside the main thread.
         """
-        return self._run(handler, False, max_records, idle_timeout, handle_sigterm)
+        idle_s = renamed(
+            "QueueConsumer.run", "idle_timeout", idle_timeout, "idle_timeout_s", idle_timeout_s
+        )
+        return self._run(handler, False, max_records, idle_s, handle_sigterm)
 
     def run_batch(
         self,
         handler: Callable[[list[ConsumerRecord]], Any],
         *,
         max_records: int | None = None,
+        idle_timeout_s: float | None = None,
+        handle_sigterm: bool | None = None,
         idle_timeout: float | None = None,
-        handle_sigterm: bool = False,
     ) -> QueueStats:
         """Like :meth:`run`, but ``handler(records)`` gets each poll's records at once.
 
@@ -208,23 +218,31 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
             HandlerError: See :meth:`run`.
             SerializationError: See :meth:`run`.
             KafkaClientError: See :meth:`run`.
+            ConfigurationError: See :meth:`run`.
         """
-        return self._run(handler, True, max_records, idle_timeout, handle_sigterm)
+        idle_s = renamed(
+            "QueueConsumer.run_batch",
+            "idle_timeout",
+            idle_timeout,
+            "idle_timeout_s",
+            idle_timeout_s,
+        )
+        return self._run(handler, True, max_records, idle_s, handle_sigterm)
 
     def _run(
         self,
         handler: Callable[[Any], Any],
         batch: bool,
         max_records: int | None,
-        idle_timeout: float | None,
-        handle_sigterm: bool,
+        idle_s: float | None,
+        handle_sigterm: bool | None,
     ) -> QueueStats:
         with sigterm_stops(self.stop, handle_sigterm), self._running() as client:
             taken, last = 0, time.monotonic()
             while not self._stop.is_set():
                 if max_records is not None and taken >= max_records:
                     break
-                if idle_timeout is not None and time.monotonic() - last >= idle_timeout:
+                if idle_s is not None and time.monotonic() - last >= idle_s:
                     break
                 messages = self._poll(client)
                 if not messages:

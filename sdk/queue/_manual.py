@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from confluent_kafka import AcknowledgeType
 
+from sdk._deprecation import renamed
 from sdk._signals import sigterm_stops
 from sdk.core.records import ConsumerRecord
 from sdk.errors import AcknowledgementError, ConfigurationError, SerializationError
@@ -82,8 +83,9 @@ class ManualAcknowledgement:
         self,
         *,
         max_records: int | None = None,
-        idle_timeout: float | None = None,
+        idle_timeout_s: float | None = None,
         handle_sigterm: bool = False,
+        idle_timeout: float | None = None,
     ) -> Iterator[ConsumerRecord]:
         """Yield the queue's records; settle each with :meth:`ack` (see the module docstring).
 
@@ -91,8 +93,11 @@ class ManualAcknowledgement:
 
         Args:
             max_records: Return after taking this many records from the queue.
-            idle_timeout: Return after this many seconds without a record.
-            handle_sigterm: Turn SIGTERM into :meth:`stop` (main thread only).
+            idle_timeout_s: Return after this many seconds without a record.
+            handle_sigterm: Turn SIGTERM into :meth:`stop` (main thread only). Off by
+                default here, unlike ``run()``: a loop that leaves the iteration early would
+                keep SIGTERM turned into :meth:`stop` until the iterator is closed.
+            idle_timeout: Deprecated name of ``idle_timeout_s``.
 
         Yields:
             Each record (deserialized); a poison pill is not yielded: the failure policy
@@ -103,6 +108,9 @@ class ManualAcknowledgement:
             SerializationError: A poison pill with ``on_failure="stop"``.
             KafkaClientError: A poll, acknowledgement commit or dead-letter write failed.
         """
+        idle_s = renamed(
+            "QueueConsumer.records", "idle_timeout", idle_timeout, "idle_timeout_s", idle_timeout_s
+        )
         self._in_flight, self._settled = {}, {}
         with sigterm_stops(self.stop, handle_sigterm), self._running() as client:
             self._ack_client = client
@@ -111,7 +119,7 @@ class ManualAcknowledgement:
                 while not self._stop.is_set():
                     if max_records is not None and taken >= max_records:
                         break
-                    if idle_timeout is not None and time.monotonic() - last >= idle_timeout:
+                    if idle_s is not None and time.monotonic() - last >= idle_s:
                         break
                     self._release_unacknowledged()
                     msgs = self._poll(client)

@@ -161,7 +161,7 @@ def test_consumer_with_a_wrong_password_names_the_credentials(
         SdkConsumer(prof, [secure["topic"]]) as consumer,
         pytest.raises(AuthenticationError) as info,
     ):
-        consumer.run(lambda record: None, idle_timeout=10)
+        consumer.run(lambda record: None, idle_timeout_s=10)
     print(f"consumer, wrong password: {info.value!r}")
     assert "invalid credentials" in str(info.value)
     assert wrong not in str(info.value) and wrong not in repr(info.value)
@@ -223,7 +223,7 @@ def test_forbidden_write_in_a_handler_dead_letters_the_record(
         output.send_and_wait(secure["topic"], record.value, key=record.key)
 
     with output, SdkConsumer(consumer_profile, [source]) as consumer:
-        stats = consumer.run(forward, max_records=3, idle_timeout=60)
+        stats = consumer.run(forward, max_records=3, idle_timeout_s=60)
     print(f"stats: {stats}")
     assert (stats.handled, stats.dead_lettered) == (0, 3)
 

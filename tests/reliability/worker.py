@@ -144,13 +144,12 @@ def main() -> None:
     processor = Processor(
         build_profile(args),
         [args["input"]],
-        handler,
         instance_id=args["instance"],
         on_fenced="recreate",
         producer_factory=lambda config: GatedProducer(config, freeze, gate),
         consumer_factory=consumer,
     )
-    run_dumping_stats(processor, Path(args["stats"]), keep_events=30)
+    run_dumping_stats(processor, handler, Path(args["stats"]), keep_events=30)
 
 
 if __name__ == "__main__":

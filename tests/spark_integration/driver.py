@@ -60,12 +60,12 @@ def batch(a: dict[str, Any]) -> dict[str, Any]:
         progress_interval_s=a.get("progress_s", 2.0),
         consumer={"failure": {"attempts": 1}},
     )
-    job = ExactlyOnceBatchJob(spark, config, CopyRecords(a["dst"], _rules(a)), progress=print)
+    job = ExactlyOnceBatchJob(spark, config, progress=print)
     started = time.monotonic()
-    result = job.run()
+    result = job.run(CopyRecords(a["dst"], _rules(a)))
     return {
         "seconds": time.monotonic() - started,
-        "job_seconds": result.seconds,
+        "job_seconds": result.duration_s,
         "results": [asdict(r) for r in result.results],
     }
 
@@ -107,10 +107,11 @@ def stream(a: dict[str, Any]) -> dict[str, Any]:
     history: list[list[dict[str, Any]]] = []
     block_batch = a.get("block_batch")
     if str(a.get("master", "")).startswith("sc://"):
-        # Spark Connect runs foreachBatch beside the server: the sink itself is the function
+        # Spark Connect runs foreachBatch beside the server: the sink's function goes there
         # (no history comes back to this client)
+        sink = ExactlyOnceStreamingSink(config)
         query = (
-            df.writeStream.foreachBatch(ExactlyOnceStreamingSink(config, CopyRows(a["dst"])))
+            df.writeStream.foreachBatch(sink.foreach_batch(CopyRows(a["dst"])))
             .option("checkpointLocation", a["checkpoint"])
             .queryName(a["job"])
             .start()
@@ -121,8 +122,8 @@ def stream(a: dict[str, Any]) -> dict[str, Any]:
 
     def each(batch_df: Any, batch_id: int) -> None:
         rules = _rules(a) if batch_id == block_batch else FaultRules()
-        sink = ExactlyOnceStreamingSink(config, CopyRows(a["dst"], rules))
-        sink(batch_df, batch_id)
+        sink = ExactlyOnceStreamingSink(config)
+        sink.foreach_batch(CopyRows(a["dst"], rules))(batch_df, batch_id)
         history.append([asdict(r) for r in sink.history[-1]] if sink.history else [])
         print(f"batch {batch_id} done: {history[-1]}", flush=True)
 

@@ -7,6 +7,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
+from sdk import ConsumerRecord
 from sdk.processor import OutputRecord
 from spark_integration import batch_transform
 
@@ -34,6 +35,12 @@ class _Msg:
         return b"%d" % self._offset
 
 
+def _record(offset: int) -> ConsumerRecord:
+    """A transform's input: the ConsumerRecord over a message, as a Spark task hands it over."""
+    m = _Msg(offset)
+    return ConsumerRecord(m.key(), m.value(), m)
+
+
 def test_pandas_batch_transform() -> None:
     seen: list[Any] = []
 
@@ -44,7 +51,7 @@ def test_pandas_batch_transform() -> None:
         return out
 
     result = batch_transform(double, batch_format="pandas", output_topic="out")(
-        iter([_Msg(i) for i in range(6)])
+        iter([_record(i) for i in range(6)])
     )
     assert isinstance(seen[0], pd.DataFrame) and len(seen[0]) == 6
     assert list(seen[0].columns) == ["topic", "partition", "offset", "timestamp", "key", "value"]
@@ -66,5 +73,5 @@ def test_arrow_batch_transform_with_topic_column() -> None:
             }
         )
 
-    result = batch_transform(route, batch_format="arrow")(iter([_Msg(i) for i in range(3)]))
+    result = batch_transform(route, batch_format="arrow")(iter([_record(i) for i in range(3)]))
     assert [(r.topic, r.value) for r in result] == [("a", b"0"), ("b", b"1"), ("a", b"2")]

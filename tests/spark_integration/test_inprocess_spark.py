@@ -48,13 +48,8 @@ def test_job_then_native_reader_starts_at_the_committed_offsets(
         max_records_per_transaction=1_500,
     )
     lines: list[str] = []
-    job = ExactlyOnceBatchJob(
-        spark,
-        config,
-        batch_transform(CopyColumns(dst), batch_format="columns", output_topic=dst),
-        progress=lines.append,
-    )
-    result = job.run()
+    job = ExactlyOnceBatchJob(spark, config, progress=lines.append)
+    result = job.run(batch_transform(CopyColumns(dst), batch_format="columns", output_topic=dst))
     assert lines[0].startswith("exactly-once batch job 'cols'") and "done:" in lines[-1]
     assert result.records_in == N and result.transactions >= 4
     v = verdict(read_values(bs, dst), N)

@@ -37,7 +37,7 @@ class CopyMessages:
         self.topic = topic
 
     def __call__(self, records: Iterator[Any]) -> list[OutputRecord]:
-        return [OutputRecord(self.topic, m.value(), m.key()) for m in records]
+        return [OutputRecord(self.topic, r.value, r.key) for r in records]
 
 
 class CopyRows:
@@ -66,7 +66,7 @@ def test_batch_job_places_keys_like_java(
         group_id=group,
         transactional_id_prefix=f"{group}-",
     )
-    result = ExactlyOnceBatchJob(spark, config, CopyMessages(dst), progress=lambda _: None).run()
+    result = ExactlyOnceBatchJob(spark, config, progress=lambda _: None).run(CopyMessages(dst))
     assert result.records_in == len(KEYS)
     assert placement(bs, dst, len(KEYS)) == JAVA
 
@@ -86,5 +86,5 @@ def test_streaming_sink_places_keys_like_java(
         slices=2,
     )
     batch = spark.createDataFrame([(k, b"v") for k in KEYS], "key binary, value binary")
-    ExactlyOnceStreamingSink(config, CopyRows(dst))(batch.repartition(2), 0)
+    ExactlyOnceStreamingSink(config).foreach_batch(CopyRows(dst))(batch.repartition(2), 0)
     assert placement(bs, dst, len(KEYS)) == JAVA

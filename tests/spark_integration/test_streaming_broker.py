@@ -66,7 +66,7 @@ def test_replayed_slice_is_skipped_and_failed_slice_leaves_nothing(
     assert (v.count, v.duplicates, v.missing) == (1_500, 0, 0)
 
     # the marker remembers the slice count: a replay of batch 1 with 3 slices is refused
-    sink = ExactlyOnceStreamingSink(config, _copy(dst))
+    sink = ExactlyOnceStreamingSink(config)
     sink._check_replay(1, 2)
     with pytest.raises(ConfigurationError) as info:
         sink._check_replay(1, 3)

@@ -36,7 +36,7 @@ class Copy:
         self.topic = topic
 
     def __call__(self, records: Iterator[Any]) -> list[OutputRecord]:
-        return [OutputRecord(self.topic, m.value(), key=m.key()) for m in records]
+        return [OutputRecord(self.topic, r.value, key=r.key) for r in records]
 
 
 def test_transactional_input_is_copied_exactly_and_a_rerun_does_nothing(

@@ -74,7 +74,7 @@ def _config(**job: Any) -> BatchJobConfig:
 
 
 def _copy(records: Iterator[Any]) -> list[OutputRecord]:
-    return [OutputRecord("out", m.value()) for m in records]
+    return [OutputRecord("out", r.value) for r in records]
 
 
 def _run(world: World, config: BatchJobConfig | None = None, transform: Any = _copy) -> Any:
@@ -189,3 +189,51 @@ def test_columnar_format_is_checked() -> None:
     with pytest.raises(ConfigurationError) as info:
         batch_transform(lambda t: t, batch_format="polars")
     assert "arrow, columns, pandas" in str(info.value)
+
+
+def test_a_transform_gets_consumer_records() -> None:
+    from sdk import ConsumerRecord
+
+    seen: list[Any] = []
+
+    def keep(records: Iterator[Any]) -> list[OutputRecord]:
+        batch = list(records)
+        seen.extend(batch)
+        return _copy(iter(batch))
+
+    _run(World(offsets=list(range(10)), end=10), transform=keep)
+    assert all(isinstance(r, ConsumerRecord) for r in seen)
+    assert [(r.topic, r.partition, r.offset, r.value) for r in seen[:2]] == [
+        ("in", 0, 0, b"0"),
+        ("in", 0, 1, b"1"),
+    ]
+
+
+def test_the_transform_is_given_to_the_call_that_runs_it() -> None:
+    from sdk.errors import ConfigurationError
+    from spark_integration import ExactlyOnceBatchJob, ExactlyOnceStreamingSink, StreamingSinkConfig
+
+    with pytest.raises(ConfigurationError) as info:
+        ExactlyOnceBatchJob(None, _config()).run()
+    assert info.value.field == "transform"
+    with pytest.warns(DeprecationWarning, match="run"):
+        job = ExactlyOnceBatchJob(None, _config(), _copy)
+    with pytest.raises(ConfigurationError):
+        job.run(_copy)  # one transform, in one place
+
+    sink_config = StreamingSinkConfig(
+        sink_name="s",
+        producer={
+            "guarantee": "exactly_once",
+            "bootstrap_servers": "127.0.0.1:1",
+            "transactional_id_prefix": "p-",
+        },
+        progress_topic="progress",
+    )
+    sink = ExactlyOnceStreamingSink(sink_config)
+    with pytest.raises(ConfigurationError) as info:
+        sink(None, 0)  # the old foreachBatch shape needs the transform in the constructor
+    assert info.value.field == "transform"
+    assert callable(sink.foreach_batch(_copy))
+    with pytest.warns(DeprecationWarning, match="foreach_batch"):
+        ExactlyOnceStreamingSink(sink_config, _copy)

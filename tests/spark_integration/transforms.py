@@ -70,9 +70,9 @@ class CopyRecords:
 
     def __call__(self, records: Iterator[Any]) -> list[OutputRecord]:
         out = []
-        for m in records:
-            self.rules.check(m.partition(), m.offset())
-            out.append(OutputRecord(self.topic, m.value(), key=m.key()))
+        for r in records:
+            self.rules.check(r.partition, r.offset)
+            out.append(OutputRecord(self.topic, r.value, key=r.key))
         return out
 
 

@@ -33,7 +33,7 @@ def test_run_awaits_the_handler_for_every_record_and_commits(
 
     async def main() -> None:
         async with AsyncConsumer(profile(bs, guarantee, group), [topic]) as consumer:
-            stats = await consumer.run(handler, max_records=500, idle_timeout=30)
+            stats = await consumer.run(handler, max_records=500, idle_timeout_s=30)
             assert stats.handled == 500
 
     asyncio.run(main())
@@ -64,14 +64,14 @@ def test_a_cancelled_run_commits_what_was_handled_and_loses_nothing(
     async def main() -> None:
         prof = profile(bs, "at_least_once", group)
         async with AsyncConsumer(prof, [topic]) as consumer:
-            task = asyncio.create_task(consumer.run(stuck_at_100, idle_timeout=30))
+            task = asyncio.create_task(consumer.run(stuck_at_100, idle_timeout_s=30))
             await asyncio.wait_for(waiting.wait(), 30)
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
         assert committed(bs, group, topic) == [100]
         async with AsyncConsumer(prof, [topic]) as again:
-            await again.run(rest, max_records=200, idle_timeout=30)
+            await again.run(rest, max_records=200, idle_timeout_s=30)
 
     asyncio.run(main())
     assert seen == list(range(300))  # every record handled once: nothing lost, nothing twice
@@ -121,14 +121,14 @@ def test_a_stop_mid_batch_keeps_each_record_handled_once(
                 if int(record.value) == 150:
                     consumer.stop()
 
-            await consumer.run(stop_at_150, idle_timeout=30)
+            await consumer.run(stop_at_150, idle_timeout_s=30)
         assert committed(bs, group, topic) == [151]
         async with AsyncConsumer(prof, [topic]) as again:
 
             async def rest(record: ConsumerRecord) -> None:
                 seen.append(int(record.value))
 
-            await again.run(rest, max_records=149, idle_timeout=30)
+            await again.run(rest, max_records=149, idle_timeout_s=30)
 
     asyncio.run(main())
     assert seen == list(range(300))

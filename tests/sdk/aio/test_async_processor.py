@@ -59,8 +59,8 @@ def test_a_cancelled_run_aborts_its_transaction_and_the_next_run_completes_the_c
         return [OutputRecord(dst, record.value, record.key)]
 
     async def first_run() -> None:
-        first = AsyncProcessor(_profile(bs, group), [src], stuck_at_1500, instance_id="i0")
-        task = asyncio.create_task(first.run())
+        first = AsyncProcessor(_profile(bs, group), [src], instance_id="i0")
+        task = asyncio.create_task(first.run(stuck_at_1500))
         await asyncio.wait_for(waiting.wait(), 60)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -79,8 +79,8 @@ def test_a_cancelled_run_aborts_its_transaction_and_the_next_run_completes_the_c
     assert committed_first == list(range(len(committed_first)))  # a committed prefix only
     assert len(committed_first) < 1_500
 
-    proc = AsyncProcessor(_profile(bs, group), [src], copy, instance_id="i0")
-    asyncio.run(proc.run(max_seconds=120))
+    proc = AsyncProcessor(_profile(bs, group), [src], instance_id="i0")
+    asyncio.run(proc.run(copy, max_duration_s=120))
     out = Counter(int(v) for v in read_all(bs, dst, 1) if v != b"marker")
     assert sorted(out) == list(range(3_000))  # nothing lost
     assert max(out.values()) == 1  # nothing duplicated
@@ -126,8 +126,8 @@ def test_failure_policy_per_record_when_a_batch_crosses_to_the_loop_at_once(
             )
         }
     )
-    proc = AsyncProcessor(profile, [src], flaky, instance_id="f0")
-    stats = asyncio.run(proc.run(max_seconds=120))
+    proc = AsyncProcessor(profile, [src], instance_id="f0")
+    stats = asyncio.run(proc.run(flaky, max_duration_s=120))
     out = [int(v) for v in read_all(bs, dst, 1)]
     assert out == [i for i in range(300) if i != 120]  # each once, in order
     assert [int(v) for v in read_all(bs, dlq, 1)] == [120]

@@ -47,7 +47,7 @@ def crash_run(
         "markers": str(tmp),
         "block_at": block_at,
         "instance": f"{group}-w",
-        "idle_timeout": 4.0,
+        "idle_timeout_s": 4.0,
         "auto_commit_interval_ms": 200,
         # from 8,000 rows on ~500 records/s, so the unchosen kill at 8,500 lands mid-topic
         "delay_s": 0.002,

@@ -7,7 +7,7 @@ pairs: once the ledger holds ``threshold`` rows (and the threshold's marker file
 yet), the handler writes the marker and blocks for good, ``before`` or ``after`` its ledger
 write; the test then SIGKILLs the process. ``delay_s`` (from ``slow_from`` rows on) slows
 the handler down so that a kill at an unchosen moment still lands before the end of the topic.
-SIGTERM stops it gracefully (``handle_sigterm``); it also exits 0 after ``idle_timeout``
+SIGTERM stops it gracefully (``handle_sigterm``); it also exits 0 after ``idle_timeout_s``
 seconds without records, printing its counters as JSON. ``"front": "async"`` runs the same
 handler as an ``async def`` through :class:`sdk.aio.AsyncConsumer`.
 """
@@ -64,7 +64,7 @@ def main() -> None:
         auto_commit_interval_ms=args.get("auto_commit_interval_ms", 1_000),
         extras=extras,
     )
-    idle = args.get("idle_timeout", 5.0)
+    idle = args.get("idle_timeout_s", 5.0)
     stats: ConsumerStats
     if args.get("front") == "async":
 
@@ -73,12 +73,12 @@ def main() -> None:
 
         async def run() -> ConsumerStats:
             async with AsyncConsumer(prof, [args["topic"]], value_deserializer="str") as c:
-                return await c.run(async_handler, idle_timeout=idle, handle_sigterm=True)
+                return await c.run(async_handler, idle_timeout_s=idle, handle_sigterm=True)
 
         stats = asyncio.run(run())
     else:
         with Consumer(prof, [args["topic"]], value_deserializer="str") as consumer:
-            stats = consumer.run(handler, idle_timeout=idle, handle_sigterm=True)
+            stats = consumer.run(handler, idle_timeout_s=idle, handle_sigterm=True)
     print(json.dumps({k: v for k, v in asdict(stats).items() if k != "errors"}), flush=True)
 
 

@@ -46,7 +46,7 @@ def test_rebalance_refusing_the_pre_handling_commit_rewinds_and_handles_nothing(
     client = scripted([batch, batch], [KafkaError.ILLEGAL_GENERATION], [])
     seen: list[int] = []
     with _consumer("at_most_once", client) as consumer:
-        stats = consumer.run(lambda r: seen.append(r.offset), max_records=3, idle_timeout=0.1)
+        stats = consumer.run(lambda r: seen.append(r.offset), max_records=3, idle_timeout_s=0.1)
     assert client.seeks == [("t", 0, 10), ("t", 1, 4)]  # back to the batch's first offsets
     assert client.commits == [[("t", 0, 12), ("t", 1, 5)]]  # the second attempt committed
     assert seen == [10, 11, 4]  # handled once, after the successful commit
@@ -60,7 +60,7 @@ def test_session_lost_during_the_commit_handles_nothing() -> None:
     client.members_after_commit = [None]  # librdkafka's session timed out meanwhile
     seen: list[int] = []
     with _consumer("at_most_once", client) as consumer:
-        stats = consumer.run(lambda r: seen.append(r.offset), idle_timeout=0.2)
+        stats = consumer.run(lambda r: seen.append(r.offset), idle_timeout_s=0.2)
     assert client.commits == [[("t", 0, 12)]]
     assert seen == []  # another member may own partition 0 and start from the older offset
     assert client.seeks == [("t", 0, 10)]
@@ -77,7 +77,7 @@ def test_an_unowned_batch_is_a_safeguard_metric() -> None:
     profile = ConsumerProfile(guarantee="at_most_once", bootstrap_servers="unused:1", group_id="g")
     consumer = Consumer(profile, ["t"], client_factory=lambda cfg: client, telemetry=otel.telemetry)
     with consumer:
-        consumer.run(lambda r: None, idle_timeout=0.2)
+        consumer.run(lambda r: None, idle_timeout_s=0.2)
     key = {"kafka_semantics.safeguard": "unowned_batch"}
     assert otel.total("kafka_semantics.safeguards", key) == 1
 
@@ -87,7 +87,7 @@ def test_no_group_session_sends_no_commit_and_handles_nothing() -> None:
     seen: list[int] = []
     with _consumer("at_most_once", client) as consumer:
         client.member = None  # session timed out after the assignment, lost not served yet
-        stats = consumer.run(lambda r: seen.append(r.offset), idle_timeout=0.2)
+        stats = consumer.run(lambda r: seen.append(r.offset), idle_timeout_s=0.2)
     assert (client.commits, seen, stats.commit_refused) == ([], [], 1)
 
 
@@ -96,7 +96,7 @@ def test_a_new_member_id_after_a_new_assignment_is_the_owner() -> None:
     client.member = "member-2"  # rejoined before this assignment: on_assign saw member-2
     seen: list[int] = []
     with _consumer("at_most_once", client) as consumer:
-        stats = consumer.run(lambda r: seen.append(r.offset), max_records=1, idle_timeout=0.2)
+        stats = consumer.run(lambda r: seen.append(r.offset), max_records=1, idle_timeout_s=0.2)
     assert (seen, stats.commits, stats.commit_refused) == ([3], 1, 0)
 
 
@@ -104,7 +104,7 @@ def test_other_commit_errors_raise_and_nothing_is_handled() -> None:
     client = scripted([[message("t", 0, 0)]], [KafkaError.GROUP_AUTHORIZATION_FAILED], [])
     seen: list[ConsumerRecord] = []
     with _consumer("at_most_once", client) as consumer, pytest.raises(AuthorizationError) as info:
-        consumer.run(seen.append, idle_timeout=0.1)
+        consumer.run(seen.append, idle_timeout_s=0.1)
     assert "commit before handling" in str(info.value) and seen == []
 
 
@@ -113,7 +113,7 @@ def test_store_for_an_unassigned_partition_is_noted_not_raised() -> None:
     # the refused store of the first and the kept store of the second are two calls
     client = scripted([[message("t", 0, 0)], [message("t", 0, 1)]], [], [KafkaError._STATE])
     with _consumer("at_least_once", client) as consumer:
-        stats = consumer.run(lambda r: None, max_records=2, idle_timeout=0.1)
+        stats = consumer.run(lambda r: None, max_records=2, idle_timeout_s=0.1)
     assert client.stored == [("t", 0, 2)]  # the first store was refused, the second kept
     assert stats.stored == 1 and any("store_offsets" in e for e in stats.errors)
 
@@ -121,7 +121,7 @@ def test_store_for_an_unassigned_partition_is_noted_not_raised() -> None:
 def test_a_failed_store_is_a_commit_error() -> None:
     client = scripted([[message("t", 0, 0)]], [], [KafkaError._INVALID_ARG])
     with _consumer("at_least_once", client) as consumer, pytest.raises(CommitError):
-        consumer.run(lambda r: None, idle_timeout=0.1)
+        consumer.run(lambda r: None, idle_timeout_s=0.1)
 
 
 def test_a_retriable_commit_error_is_retried_for_a_while(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -149,7 +149,7 @@ def test_kip848_epoch_refusals_are_rebalances_too(code: int) -> None:
     client = scripted([batch], [code], [])
     seen: list[int] = []
     with _consumer("at_most_once", client) as consumer:
-        stats = consumer.run(lambda r: seen.append(r.offset), idle_timeout=0.2)
+        stats = consumer.run(lambda r: seen.append(r.offset), idle_timeout_s=0.2)
     assert (seen, stats.commit_refused, client.seeks) == ([], 1, [("t", 0, 7)])
 
 
@@ -161,7 +161,7 @@ def test_at_most_once_drops_records_delivered_again_below_the_committed_position
     client = scripted([first, again], [], [])
     seen: list[int] = []
     with _consumer("at_most_once", client) as consumer:
-        stats = consumer.run(lambda r: seen.append(r.offset), max_records=3, idle_timeout=0.1)
+        stats = consumer.run(lambda r: seen.append(r.offset), max_records=3, idle_timeout_s=0.1)
     assert seen == [10, 11, 12]
     assert client.commits == [[("t", 0, 12)], [("t", 0, 13)]]
     assert (stats.redelivered, stats.commits) == (2, 2)
@@ -180,7 +180,7 @@ def test_at_most_once_hands_out_nothing_below_the_committed_offset_at_assignment
     )
     seen: list[int] = []
     with _consumer("at_most_once", client) as consumer:
-        stats = consumer.run(lambda r: seen.append(r.offset), max_records=2, idle_timeout=0.1)
+        stats = consumer.run(lambda r: seen.append(r.offset), max_records=2, idle_timeout_s=0.1)
     assert seen == [12, 13]
     assert client.commits == [[("t", 0, 14)]]
     assert (stats.redelivered, stats.commits) == (2, 1)
@@ -198,7 +198,7 @@ def test_at_most_once_without_the_committed_offset_refuses_the_batch() -> None:
     )
     seen: list[int] = []
     with _consumer("at_most_once", client) as consumer:
-        stats = consumer.run(lambda r: seen.append(r.offset), max_records=2, idle_timeout=0.1)
+        stats = consumer.run(lambda r: seen.append(r.offset), max_records=2, idle_timeout_s=0.1)
     assert seen == [10, 11]  # handled once, after the second check succeeded
     assert client.seeks == [("t", 0, 10)]
     assert client.commits == [[("t", 0, 12)]]
@@ -215,7 +215,7 @@ def test_at_most_once_hands_out_no_record_of_a_partition_it_does_not_own() -> No
     seen: list[tuple[int, int]] = []
     with _consumer("at_most_once", client) as consumer:
         stats = consumer.run(
-            lambda r: seen.append((r.partition, r.offset)), max_records=2, idle_timeout=0.1
+            lambda r: seen.append((r.partition, r.offset)), max_records=2, idle_timeout_s=0.1
         )
     assert seen == [(0, 3), (0, 4)]
     assert client.commits == [[("t", 0, 5)]]

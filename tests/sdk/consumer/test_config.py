@@ -101,7 +101,7 @@ def test_sigterm_handling_needs_the_main_thread() -> None:
 
     def run() -> None:
         try:
-            c.run(lambda r: None, idle_timeout=0.1, handle_sigterm=True)
+            c.run(lambda r: None, idle_timeout_s=0.1, handle_sigterm=True)
         except BaseException as exc:
             errors.append(exc)
 
@@ -134,3 +134,66 @@ def test_sigterm_handler_is_installed_only_during_the_run_and_restored() -> None
         assert signal.getsignal(signal.SIGTERM) is mine  # restored afterwards
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _stopping_spy(c: Consumer, during: list[Any], *, sigterm: bool) -> None:
+    """Observe the SIGTERM handler from inside the loop, then end the run (by SIGTERM or stop)."""
+    real_poll = c._poll
+
+    def spy(client: Any, limit: int) -> list[Any]:
+        during.append(signal.getsignal(signal.SIGTERM))
+        if sigterm:
+            os.kill(os.getpid(), signal.SIGTERM)  # only the consumer's handler keeps us alive
+        else:
+            c.stop()
+        return real_poll(client, limit)
+
+    c._poll = spy  # type: ignore[method-assign]
+
+
+def test_sigterm_stops_a_run_by_default_in_the_main_thread() -> None:
+    previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    during: list[Any] = []
+    try:
+        with Consumer(_profile(), ["t"]) as c:
+            _stopping_spy(c, during, sigterm=True)
+            c.run(lambda r: None)  # handle_sigterm left at its default
+        assert len(during) == 1 and during[0] is not signal.SIG_DFL
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_the_default_leaves_an_application_sigterm_handler_alone() -> None:
+    def mine(signum: int, frame: Any) -> None:
+        pass
+
+    previous = signal.signal(signal.SIGTERM, mine)
+    during: list[Any] = []
+    try:
+        with Consumer(_profile(), ["t"]) as c:
+            _stopping_spy(c, during, sigterm=False)
+            c.run(lambda r: None)
+        assert during == [mine]
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_the_default_runs_outside_the_main_thread_without_a_handler() -> None:
+    errors: list[BaseException] = []
+    during: list[Any] = []
+    c = Consumer(_profile(), ["t"])
+    _stopping_spy(c, during, sigterm=False)
+    before = signal.getsignal(signal.SIGTERM)
+
+    def run() -> None:
+        try:
+            c.run(lambda r: None)
+        except BaseException as exc:
+            errors.append(exc)
+
+    th = threading.Thread(target=run)
+    th.start()
+    th.join(30)
+    c.close()
+    assert errors == [] and during == [before]

@@ -28,7 +28,7 @@ def test_produce_then_consume_is_one_trace(kafka_cluster: Any, make_topic: Any) 
     profile = ConsumerProfile(guarantee="at_least_once", bootstrap_servers=bs, group_id=group)
     seen: list[bytes] = []
     with Consumer(profile, [topic], telemetry=otel.telemetry) as consumer:
-        consumer.run(lambda r: seen.append(r.value), max_records=3, idle_timeout=30)
+        consumer.run(lambda r: seen.append(r.value), max_records=3, idle_timeout_s=30)
     assert sorted(seen) == [b"v0", b"v1", b"v2"]
     sends = {s.context.span_id: s for s in otel.spans(f"send {topic}")}
     processes = otel.spans(f"process {topic}")

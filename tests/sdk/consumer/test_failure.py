@@ -41,7 +41,7 @@ def test_failing_handler_dead_letters_every_record_with_headers(
         raise ValueError(f"cannot handle {record.value!r}")
 
     with Consumer(_dlq_profile(bs, guarantee, group, dlq), [topic]) as consumer:
-        stats = consumer.run(handler, max_records=3, idle_timeout=30)
+        stats = consumer.run(handler, max_records=3, idle_timeout_s=30)
     assert calls == [0, 0, 1, 1, 2, 2]  # two attempts each
     assert (stats.handler_failures, stats.dead_lettered, stats.handled) == (3, 3, 0)
     assert stats.retries == 3
@@ -70,7 +70,7 @@ def test_retry_then_success_does_not_dead_letter(seeded: Any, make_topic: Any) -
             raise ConnectionError("transient")
 
     with Consumer(_dlq_profile(bs, "at_least_once", group, dlq, attempts=3), [topic]) as c:
-        stats = c.run(flaky, max_records=2, idle_timeout=30)
+        stats = c.run(flaky, max_records=2, idle_timeout_s=30)
     assert calls == [0, 0, 0, 1, 1, 1]
     assert (stats.handled, stats.retries, stats.dead_lettered) == (2, 4, 0)
 
@@ -86,13 +86,13 @@ def test_stop_raises_and_leaves_the_record_uncommitted(seeded: Any) -> None:
             raise RuntimeError("bad record")
 
     with Consumer(prof, [topic]) as consumer, pytest.raises(HandlerError) as info:
-        consumer.run(fails_on_two, idle_timeout=30)
+        consumer.run(fails_on_two, idle_timeout_s=30)
     assert info.value.record.offset == 2 and info.value.attempts == 2
     assert isinstance(info.value.__cause__, RuntimeError)
     assert committed(bs, group, topic) == [2]  # 0 and 1 committed, 2 not
     seen: list[int] = []
     with Consumer(prof, [topic]) as again:  # a restart reads the failed record again
-        again.run(lambda r: seen.append(r.offset), max_records=3, idle_timeout=30)
+        again.run(lambda r: seen.append(r.offset), max_records=3, idle_timeout_s=30)
     assert seen == [2, 3, 4]
 
 
@@ -105,7 +105,7 @@ def test_stop_under_at_most_once_counts_the_abandoned_records(seeded: Any) -> No
             raise RuntimeError("bad record")
 
     with Consumer(prof, [topic]) as consumer, pytest.raises(HandlerError):
-        consumer.run(fails_on_two, max_records=5, idle_timeout=30)
+        consumer.run(fails_on_two, max_records=5, idle_timeout_s=30)
     polled = consumer.stats.polled
     assert committed(bs, group, topic) == [polled]  # committed before handling
     assert consumer.stats.abandoned == polled - 2  # the failed record and the rest of the batch
@@ -117,7 +117,7 @@ def test_poison_pill_goes_to_the_dlq(seeded: Any, make_topic: Any) -> None:
     values: list[Any] = []
     prof = _dlq_profile(bs, "at_least_once", group, dlq)
     with Consumer(prof, [topic], value_deserializer="json") as consumer:
-        stats = consumer.run(lambda r: values.append(r.value), max_records=3, idle_timeout=30)
+        stats = consumer.run(lambda r: values.append(r.value), max_records=3, idle_timeout_s=30)
     assert values == [{"n": 0}, {"n": 2}]
     assert (stats.deserialization_failures, stats.dead_lettered) == (1, 1)
     assert committed(bs, group, topic) == [3]
@@ -135,7 +135,7 @@ def test_poison_pill_with_stop_raises_serialization_error(seeded: Any) -> None:
         Consumer(prof, [topic], value_deserializer="str") as c,
         pytest.raises(SerializationError) as info,
     ):
-        c.run(lambda r: None, idle_timeout=30)
+        c.run(lambda r: None, idle_timeout_s=30)
     assert info.value.record.offset() == 1 and "value" in str(info.value)
     assert committed(bs, group, topic) == [1]
 
@@ -157,7 +157,7 @@ def test_batch_handler_keeps_offset_order_around_a_poison_pill(
 
     prof = _dlq_profile(bs, "at_least_once", group, dlq, attempts=2)
     with Consumer(prof, [topic], value_deserializer=int_or_fail) as consumer:
-        stats = consumer.run_batch(handler, max_records=5, idle_timeout=30)
+        stats = consumer.run_batch(handler, max_records=5, idle_timeout_s=30)
     # one poll usually returns all five: [[0, 1], [3, 4], [3, 4]]; poll boundaries may split
     # batches further, but the pill always splits them and order is kept
     failing = batches[-1]
@@ -179,7 +179,7 @@ def test_unknown_dlq_topic_raises_and_stores_nothing(seeded: Any) -> None:
         raise ValueError("x")
 
     with Consumer(prof, [topic]) as consumer, pytest.raises(UnknownTopicError) as info:
-        consumer.run(fail, idle_timeout=30)
+        consumer.run(fail, idle_timeout_s=30)
     assert "no-such-dlq-topic" in str(info.value)
     assert committed(bs, group, topic) == [-1001]  # never a silent skip
 
@@ -193,9 +193,9 @@ def test_batch_stop_raises_with_the_batch_and_commits_nothing_of_it(seeded: Any)
             raise RuntimeError("sink down")
 
     with Consumer(prof, [topic]) as consumer:
-        consumer.run_batch(fail_from_three, max_records=3, idle_timeout=30)  # 0..2 succeed
+        consumer.run_batch(fail_from_three, max_records=3, idle_timeout_s=30)  # 0..2 succeed
         with pytest.raises(HandlerError) as info:
-            consumer.run_batch(fail_from_three, idle_timeout=30)
+            consumer.run_batch(fail_from_three, idle_timeout_s=30)
     failed = info.value.record
     assert isinstance(failed, list) and failed[0].offset == 3  # usually [3, 4, 5]
     assert committed(bs, group, topic) == [3]  # the batches before it, nothing of it
@@ -205,7 +205,7 @@ def test_iterator_user_can_dead_letter_then_ack(seeded: Any, make_topic: Any) ->
     bs, topic, group = seeded(3)
     dlq = make_topic(1)
     with Consumer(_dlq_profile(bs, "at_least_once", group, dlq), [topic]) as consumer:
-        for record in consumer.records(max_records=3, idle_timeout=30):
+        for record in consumer.records(max_records=3, idle_timeout_s=30):
             if record.offset == 1:
                 consumer.dead_letter(record, ValueError("rejected by the user"))
             consumer.ack(record)

@@ -72,7 +72,7 @@ def test_at_most_once_commits_the_batch_before_the_handler_runs(seeded: Any) -> 
     bs, topic, group = seeded(50)
     handler = Blocker(block_offset=0)  # the very first handler call blocks
     consumer = Consumer(profile(bs, "at_most_once", group, batch_size=20), [topic])
-    with background(consumer, handler, max_records=20, idle_timeout=30):
+    with background(consumer, handler, max_records=20, idle_timeout_s=30):
         assert handler.blocked.wait(30)
         polled = consumer.stats.polled
         # no handler has returned yet, and the whole polled batch is committed
@@ -91,7 +91,7 @@ def test_at_least_once_stores_only_after_the_handler(seeded: Any) -> None:
     handler = Blocker(block_offset=5, pace_s=0.005)
     prof = profile(bs, "at_least_once", group, batch_size=20, auto_commit_interval_ms=100)
     consumer = Consumer(prof, [topic])
-    with background(consumer, handler, max_records=20, idle_timeout=30):
+    with background(consumer, handler, max_records=20, idle_timeout_s=30):
         assert handler.blocked.wait(30)
         # the timer commits the stored offsets of records 0..4, never the blocked one
         wait_for(lambda: committed(bs, group, topic) == [5], 10, "offset 5 committed", 0.1)
@@ -117,12 +117,12 @@ def test_at_least_once_commits_on_revoke(group: dict[str, str], seeded: Any) -> 
     first = Consumer(prof, [topic])
     handled: list[int] = []
     second = Consumer(prof, [topic])
-    with background(first, lambda r: handled.append(r.offset), stop=True, idle_timeout=60):
+    with background(first, lambda r: handled.append(r.offset), stop=True, idle_timeout_s=60):
         wait_for(lambda: len(handled) == 40, 30, "the first member to handle everything")
         time.sleep(0.5)
         assert committed(bs, group_id, topic, 2) == [NONE, NONE]
         # a second member joins: the first one's partitions are revoked, and it commits
-        second.run(lambda r: None, idle_timeout=3)
+        second.run(lambda r: None, idle_timeout_s=3)
         assert first.stats.revoked >= 1
         assert sum(committed(bs, group_id, topic, 2)) == 40
         assert second.stats.polled == 0  # nothing handled twice
@@ -133,7 +133,7 @@ def test_iterator_ack_stores_the_acknowledged_prefix(seeded: Any) -> None:
     bs, topic, group = seeded(10)
     prof = profile(bs, "at_least_once", group)
     with Consumer(prof, [topic], value_deserializer="str") as consumer:
-        records = list(consumer.records(max_records=10, idle_timeout=30))
+        records = list(consumer.records(max_records=10, idle_timeout_s=30))
         assert [r.value for r in records] == [str(i) for i in range(10)]
         for r in reversed(records):  # out of order, and record 3 never acknowledged
             if r.offset != 3:
@@ -149,7 +149,7 @@ def test_iterator_ack_stores_the_acknowledged_prefix(seeded: Any) -> None:
 def test_iterator_at_most_once_commits_before_yielding(seeded: Any) -> None:
     bs, topic, group = seeded(10)
     with Consumer(profile(bs, "at_most_once", group), [topic]) as consumer:
-        records = consumer.records(max_records=10, idle_timeout=30)
+        records = consumer.records(max_records=10, idle_timeout_s=30)
         record = next(records)
         assert record.offset == 0
         assert committed(bs, group, topic) == [consumer.stats.polled]  # before it was handed out
@@ -170,7 +170,7 @@ def test_sigterm_stops_gracefully_and_commits_what_was_handled(seeded: Any, tmp_
         markers=str(tmp_path),
         delay_s=0.002,
         auto_commit_interval_ms=600_000,  # only the graceful stop can commit
-        idle_timeout=60,
+        idle_timeout_s=60,
     )
     try:
         wait_for(lambda: ledger.rows() >= 200, 60, "200 records handled")

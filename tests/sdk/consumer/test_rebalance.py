@@ -40,7 +40,8 @@ def test_member_joins_and_leaves_mid_stream(guarantee: str, seeded: Any) -> None
     prof = profile(bs, guarantee, group, batch_size=50)
     a, b = Consumer(prof, [topic]), Consumer(prof, [topic])
     threads = [
-        threading.Thread(target=c.run, args=(handler,), kwargs={"idle_timeout": 60}) for c in (a, b)
+        threading.Thread(target=c.run, args=(handler,), kwargs={"idle_timeout_s": 60})
+        for c in (a, b)
     ]
     try:
         threads[0].start()

@@ -74,9 +74,11 @@ def _copy_through_processor(bs: str, src: str, dst: str, profile: ProcessingProf
         written += 1
         return [OutputRecord(dst, record.value, record.key)]
 
-    proc = Processor(profile, [src], handler, instance_id="placement")
+    proc = Processor(profile, [src], instance_id="placement")
     box: dict[str, Any] = {}
-    thread = threading.Thread(target=lambda: box.update(stats=proc.run(max_seconds=120)))
+    thread = threading.Thread(
+        target=lambda: box.update(stats=proc.run(handler, max_duration_s=120))
+    )
     thread.start()
     deadline = time.monotonic() + 120
     while written < len(KEYS) and time.monotonic() < deadline and thread.is_alive():

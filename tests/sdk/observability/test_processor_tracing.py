@@ -60,12 +60,19 @@ def produce_traced(otel: Otel, bs: str, topic: str, values: list[str]) -> dict[s
     return spans
 
 
-def run_until(proc: Processor, done: Callable[[], bool], timeout: float = 150) -> dict[str, Any]:
+def run_until(
+    proc: Processor,
+    handler: Any,
+    done: Callable[[], bool],
+    timeout: float = 150,
+    *,
+    batch: bool = False,
+) -> dict[str, Any]:
     box: dict[str, Any] = {}
 
     def target() -> None:
         try:
-            box["stats"] = proc.run()
+            box["stats"] = proc.run_batch(handler) if batch else proc.run(handler)
         except BaseException as exc:
             box["error"] = exc
 
@@ -126,7 +133,7 @@ def test_one_trace_from_producer_through_processor_to_consumer(
 
     failure = {"attempts": 2, "backoff_initial_ms": 10, "backoff_max_ms": 10}
     failure |= {"on_failure": "dlq", "dlq_topic": dlq}
-    proc = Processor(profile(bs, group, failure), [src], handler, instance_id="i", telemetry=tel)
+    proc = Processor(profile(bs, group, failure), [src], instance_id="i", telemetry=tel)
 
     def done() -> bool:
         lags = [p for p in tel.lag() if p.topic == src]
@@ -136,7 +143,7 @@ def test_one_trace_from_producer_through_processor_to_consumer(
 
     # returns as soon as done(); on a cold cluster the first group creates __consumer_offsets
     # and __transaction_state, which took over 60 s once under load
-    box = run_until(proc, done)
+    box = run_until(proc, handler, done)
     assert done(), "the processor did not finish, or the lag gauge never reached 0"
     assert "error" not in box, box
     outputs = read_all(bs, dst, 2, 3)
@@ -234,9 +241,9 @@ def test_aborted_transaction_is_recorded_and_no_secret_leaks(
     security = {"sasl_mechanism": "PLAIN", "sasl_username": "svc", "sasl_password": SECRET}
     # a long commit interval: "x" and "boom" are in one transaction, which the failure aborts
     prof = profile(bs, group, {"attempts": 1, "on_failure": "stop"}, 30_000, **security)
-    proc = Processor(prof, [src], handler, instance_id="i", telemetry=otel.telemetry)
+    proc = Processor(prof, [src], instance_id="i", telemetry=otel.telemetry)
     with caplog.at_level(logging.DEBUG):
-        box = run_until(proc, lambda: False, timeout=30)
+        box = run_until(proc, handler, lambda: False, timeout=30)
     assert isinstance(box.get("error"), HandlerError), box
 
     (tx,) = otel.spans("kafka.transaction")
@@ -283,14 +290,8 @@ def test_batch_handler_gets_one_span_per_batch_linking_every_input(
     def batch(records: list[Any]) -> list[OutputRecord]:
         return [OutputRecord(dst, r.value, key=r.key) for r in records]
 
-    proc = Processor(
-        profile(bs, group, {}),
-        [src],
-        batch_handler=batch,
-        instance_id="i",
-        telemetry=otel.telemetry,
-    )
-    box = run_until(proc, lambda: committed_total(bs, group, src, 1) >= 3)
+    proc = Processor(profile(bs, group, {}), [src], instance_id="i", telemetry=otel.telemetry)
+    box = run_until(proc, batch, lambda: committed_total(bs, group, src, 1) >= 3, batch=True)
     assert "error" not in box, box
     outputs = read_all(bs, dst, 1, 3)
     batches = otel.spans(f"process {src}")

@@ -42,12 +42,12 @@ def copy(output: str) -> Callable[[Any], list[OutputRecord]]:
     return lambda r: [OutputRecord(topic=output, key=r.key, value=r.value)]
 
 
-def run_until(proc: Processor, done: Callable[[], bool], timeout: float = 60) -> Any:
+def run_until(proc: Processor, handler: Any, done: Callable[[], bool], timeout: float = 60) -> Any:
     box: dict[str, Any] = {}
 
     def target() -> None:
         try:
-            box["stats"] = proc.run()
+            box["stats"] = proc.run(handler)
         except BaseException as exc:
             box["error"] = exc
 
@@ -68,8 +68,8 @@ def test_copy_exactly_once(kafka_cluster: Any, make_topic: Any, make_group: Any)
     src, dst, group = make_topic(4), make_topic(4), make_group()
     n = 5000
     seed(bs, src, n)
-    proc = Processor(eos_profile(bs, group), [src], copy(dst), instance_id="one")
-    box = run_until(proc, lambda: committed_total(bs, group, src, 4) >= n)
+    proc = Processor(eos_profile(bs, group), [src], instance_id="one")
+    box = run_until(proc, copy(dst), lambda: committed_total(bs, group, src, 4) >= n)
     assert "error" not in box, box
     v = verify(bs, dst, 4, n)
     print(
@@ -97,8 +97,8 @@ def test_abortable_error_aborts_rewinds_and_continues(
             value = b"x" * 300_000  # the broker refuses it: MSG_SIZE_TOO_LARGE, abortable
         return [OutputRecord(topic=dst, key=r.key, value=value)]
 
-    proc = Processor(eos_profile(bs, group), [src], handler, instance_id="one")
-    box = run_until(proc, lambda: committed_total(bs, group, src, 4) >= n)
+    proc = Processor(eos_profile(bs, group), [src], instance_id="one")
+    box = run_until(proc, handler, lambda: committed_total(bs, group, src, 4) >= n)
     assert "error" not in box, box
     s = proc.stats
     print(
@@ -139,11 +139,10 @@ def test_fenced_producer(kafka_cluster: Any, make_topic: Any, make_group: Any, p
     proc = Processor(
         eos_profile(bs, group),
         [src],
-        handler,
         instance_id="f",
         on_fenced=policy,  # type: ignore[arg-type]
     )
-    box = run_until(proc, lambda: committed_total(bs, group, src, 4) >= n)
+    box = run_until(proc, handler, lambda: committed_total(bs, group, src, 4) >= n)
     s = proc.stats
     print(f"fenced[{policy}]: fenced={s.fenced} recreations={s.producer_recreations} {box}")
     assert fenced["done"] and s.fenced >= 1
@@ -174,8 +173,8 @@ def test_handler_failure_dead_letters_inside_the_transaction(
         return [OutputRecord(topic=dst, key=r.key, value=r.value)]
 
     failure = {"attempts": 2, "backoff_initial_ms": 1, "on_failure": "dlq", "dlq_topic": dlq}
-    proc = Processor(eos_profile(bs, group, failure=failure), [src], handler, instance_id="d")
-    box = run_until(proc, lambda: committed_total(bs, group, src, 2) >= n)
+    proc = Processor(eos_profile(bs, group, failure=failure), [src], instance_id="d")
+    box = run_until(proc, handler, lambda: committed_total(bs, group, src, 2) >= n)
     assert "error" not in box, box
     assert set(calls.values()) == {2} and len(calls) == 10  # retried once, then dead-lettered
     out = verify(bs, dst, 2, n)
@@ -199,8 +198,8 @@ def test_handler_failure_stop_aborts_and_raises(
 
     failure = {"attempts": 1, "on_failure": "stop"}
     profile = eos_profile(bs, group, failure=failure, commit_interval_ms=30_000)
-    proc = Processor(profile, [src], handler, instance_id="s")
-    box = run_until(proc, lambda: False, timeout=30)
+    proc = Processor(profile, [src], instance_id="s")
+    box = run_until(proc, handler, lambda: False, timeout=30)
     assert isinstance(box.get("error"), HandlerError)
     assert proc.stats.aborts == 1
     # Nothing of the aborted transaction is visible; the input offset was not committed.
@@ -224,9 +223,9 @@ def test_leaving_on_an_exception_aborts_the_open_transaction_at_once(
         return [OutputRecord(topic=dst, key=r.key, value=r.value)]
 
     profile = eos_profile(bs, group, commit_interval_ms=30_000)
-    proc = Processor(profile, [src], handler, instance_id="k")
+    proc = Processor(profile, [src], instance_id="k")
     with pytest.raises(KeyboardInterrupt):
-        proc.run()
+        proc.run(handler)
     assert proc.stats.aborts == 1
     marker = Producer({"bootstrap.servers": bs})
     marker.produce(dst, b"999", key=b"marker")
@@ -250,8 +249,8 @@ def test_other_guarantees_same_api(
         consumer={"guarantee": guarantee, "bootstrap_servers": bs, "group_id": group},
         producer={"guarantee": guarantee, "bootstrap_servers": bs},
     )
-    with Processor(profile, [src], copy(dst)) as proc:
-        box = run_until(proc, lambda: committed_total(bs, group, src, 2) >= n)
+    with Processor(profile, [src]) as proc:
+        box = run_until(proc, copy(dst), lambda: committed_total(bs, group, src, 2) >= n)
     assert "error" not in box, box
     v = verify(bs, dst, 2, n)
     print(f"{guarantee}: count={v.count} duplicates={v.duplicates} commits={proc.stats.commits}")
@@ -286,8 +285,8 @@ def test_transaction_timeout_on_the_broker(
             "transaction_timeout_ms": 2000,
         },
     )
-    proc = Processor(profile, [src], handler, instance_id="t")
-    box = run_until(proc, lambda: committed_total(bs, group, src, 2) >= n, timeout=90)
+    proc = Processor(profile, [src], instance_id="t")
+    box = run_until(proc, handler, lambda: committed_total(bs, group, src, 2) >= n, timeout=90)
     s = proc.stats
     print(f"txn-timeout: timeouts={s.transaction_timeouts} recreations={s.producer_recreations}")
     print("\n".join(s.events[:6]))

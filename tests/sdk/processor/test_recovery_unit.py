@@ -66,7 +66,6 @@ def make(
     proc = Processor(
         profile(**extra),
         ["in"],
-        lambda r: [OutputRecord("out", r.value, r.key)],
         instance_id="i1",
         producer_factory=lambda c: FakeProducer(c, failures=script, hooks=hooks),
         consumer_factory=lambda c: consumer,
@@ -74,9 +73,19 @@ def make(
     return proc, consumer
 
 
-def drive(proc: Processor, steps: int = 20) -> None:
+def copy(r: Any) -> list[OutputRecord]:
+    return [OutputRecord("out", r.value, r.key)]
+
+
+def start(proc: Processor) -> None:
+    """What run(copy) does before its loop, so a test can take the loop's steps itself."""
+    proc._use(copy, None)
     proc.state = ProcessorState.RUNNING
     proc._start()
+
+
+def drive(proc: Processor, steps: int = 20) -> None:
+    start(proc)
     for _ in range(steps):
         proc._step()
     proc._commit_or_recover()
@@ -95,7 +104,7 @@ def test_transactional_id_is_prefix_plus_instance_and_message_timeout_fits() -> 
 
 def test_missing_instance_id_is_a_configuration_error() -> None:
     with pytest.raises(ConfigurationError) as info:
-        Processor(profile(), ["in"], lambda r: [])
+        Processor(profile(), ["in"])
     assert info.value.field == "instance_id"
 
 
@@ -144,7 +153,7 @@ def test_closed_processor_refuses_run() -> None:
     proc, _ = make({})
     proc.close()
     with pytest.raises(ClosedError):
-        proc.run()
+        proc.run(copy)
 
 
 def member_consumer(messages: list[FakeMessage], **options: Any) -> FakeConsumerClient:
@@ -162,7 +171,6 @@ def _at_most_once(consumer: FakeConsumerClient) -> Processor:
             producer=side,
         ),
         ["in"],
-        lambda r: [OutputRecord("out", r.value, r.key)],
         producer_factory=FakeProducer,
         consumer_factory=lambda c: consumer,
     )
@@ -172,8 +180,7 @@ def test_at_most_once_batch_is_not_handled_when_the_session_is_lost_during_its_c
     consumer = member_consumer(records(8))
     consumer.members_after_commit = [None]
     proc = _at_most_once(consumer)
-    proc.state = ProcessorState.RUNNING
-    proc._start()
+    start(proc)
     consumer.callbacks["on_assign"](consumer, [TopicPartition("in", 0)])
     proc._step()  # records 0-3: committed, but the member id was cleared meanwhile
     assert consumer.commits == [[(0, 4)]]
@@ -198,8 +205,7 @@ def test_at_most_once_batch_is_not_handled_when_the_session_is_lost_during_its_c
 def test_at_most_once_sends_no_commit_without_a_group_session() -> None:
     consumer = member_consumer(records(1))
     proc = _at_most_once(consumer)
-    proc.state = ProcessorState.RUNNING
-    proc._start()
+    start(proc)
     consumer.callbacks["on_assign"](consumer, [TopicPartition("in", 0)])
     consumer.member = None  # session timed out; lost not served yet
     proc._step()
@@ -211,8 +217,7 @@ def test_at_most_once_commit_refused_by_a_rebalance_is_not_raised() -> None:
     refused = KafkaError(KafkaError.ILLEGAL_GENERATION)
     consumer = member_consumer(records(1), failures={"commit": [refused]})
     proc = _at_most_once(consumer)
-    proc.state = ProcessorState.RUNNING
-    proc._start()
+    start(proc)
     consumer.callbacks["on_assign"](consumer, [TopicPartition("in", 0)])
     proc._step()
     assert FakeProducer.instances[0].pending == [] and proc.stats.commit_refused == 1
@@ -290,14 +295,12 @@ def test_progress_hook_reports_assignment_and_committed_positions() -> None:
     proc = Processor(
         profile(),
         ["in"],
-        lambda r: [OutputRecord("out", r.value, r.key)],
         instance_id="i1",
         producer_factory=FakeProducer,
         consumer_factory=lambda c: consumer,
         on_progress=seen.append,
     )
-    proc.state = ProcessorState.RUNNING
-    proc._start()
+    start(proc)
     consumer.callbacks["on_assign"](consumer, [TopicPartition("in", 0)])
     for _ in range(5):
         proc._step()
@@ -317,8 +320,7 @@ def test_at_most_once_never_hands_out_a_record_delivered_again() -> None:
     before handling are dropped, the rest of their batch is handled."""
     consumer = member_consumer(records(10))
     proc = _at_most_once(consumer)
-    proc.state = ProcessorState.RUNNING
-    proc._start()
+    start(proc)
     consumer.callbacks["on_assign"](consumer, [TopicPartition("in", 0)])
     proc._step()
     proc._step()  # 0-7 committed and handled
@@ -341,8 +343,7 @@ def test_at_most_once_hands_out_nothing_below_the_committed_offset_at_assignment
     offset, read once per assignment, keeps them from being handled twice."""
     consumer = member_consumer(records(10))
     proc = _at_most_once(consumer)
-    proc.state = ProcessorState.RUNNING
-    proc._start()
+    start(proc)
     consumer.callbacks["on_assign"](consumer, [TopicPartition("in", 0)])
     proc._step()  # 0-3 committed and handled
     consumer.callbacks["on_lost"](consumer, [TopicPartition("in", 0)])
@@ -381,7 +382,6 @@ def test_each_output_is_counted_once_on_its_transaction(
     proc = Processor(
         profile(),
         ["in"],
-        lambda r: [OutputRecord("out", r.value, r.key)],
         instance_id="i1",
         producer_factory=lambda c: FakeProducer(c),
         consumer_factory=lambda c: consumer,
@@ -391,3 +391,48 @@ def test_each_output_is_counted_once_on_its_transaction(
     drive(proc)
     assert proc._producer._observed is metrics  # metrics only: the observed send path
     assert ended == [(5, 5), (5, 5)]
+
+
+def test_the_handler_is_given_to_run() -> None:
+    proc, _ = make({})
+    stats = proc.run(copy, max_duration_s=0.5)
+    assert stats.records_in == 10 and committed_values() == [str(i).encode() for i in range(10)]
+
+
+def test_a_batch_handler_is_given_to_run_batch() -> None:
+    proc, _ = make({})
+    sizes: list[int] = []
+
+    def batch(records: list[Any]) -> list[OutputRecord]:
+        sizes.append(len(records))
+        return [OutputRecord("out", r.value, r.key) for r in records]
+
+    proc.run_batch(batch, max_duration_s=0.5)
+    assert sum(sizes) == 10 and committed_values() == [str(i).encode() for i in range(10)]
+
+
+def test_a_run_without_a_handler_is_refused() -> None:
+    proc, _ = make({})
+    with pytest.raises(ConfigurationError) as info:
+        proc.run()
+    assert info.value.field == "handler"
+
+
+def test_the_constructor_handler_still_works_with_a_deprecation_warning() -> None:
+    FakeProducer.instances = []
+    consumer = input_consumer(records(10))
+    with pytest.warns(DeprecationWarning, match="run"):
+        proc = Processor(
+            profile(),
+            ["in"],
+            copy,
+            instance_id="i1",
+            producer_factory=FakeProducer,
+            consumer_factory=lambda c: consumer,
+        )
+    with pytest.raises(ConfigurationError) as info:
+        proc.run(copy)  # one handler, in one place
+    assert info.value.field == "handler"
+    with pytest.warns(DeprecationWarning, match="max_duration_s"):
+        proc.run(max_seconds=0.5)
+    assert committed_values() == [str(i).encode() for i in range(10)]

@@ -46,10 +46,11 @@ def build_profile(args: dict[str, Any]) -> ProcessingProfile:
 
 
 def run_dumping_stats(
-    processor: Processor | AsyncProcessor, stats_path: Path, *, keep_events: int
+    processor: Processor | AsyncProcessor, handler: Any, stats_path: Path, *, keep_events: int
 ) -> None:
-    """Run ``processor`` until SIGTERM; dump its stats (last ``keep_events`` events) as JSON to
-    ``stats_path`` every 0.5 s and at the end, so the test reads them even after a SIGKILL."""
+    """Run ``processor`` with ``handler`` until SIGTERM; dump its stats (last ``keep_events``
+    events) as JSON to ``stats_path`` every 0.5 s and at the end, so the test reads them even
+    after a SIGKILL."""
 
     def dump() -> None:
         tmp = stats_path.with_suffix(".tmp")
@@ -70,10 +71,10 @@ def run_dumping_stats(
 
     threading.Thread(target=dumper, daemon=True).start()
     if isinstance(processor, AsyncProcessor):
-        asyncio.run(processor.run(handle_sigterm=True))
+        asyncio.run(processor.run(handler, handle_sigterm=True))
     else:
         signal.signal(signal.SIGTERM, lambda *_: processor.stop())
-        processor.run()
+        processor.run(handler)
     dump()
 
 
@@ -118,12 +119,13 @@ def main() -> None:
     options: dict[str, Any] = {"instance_id": args.get("instance"), "on_fenced": "recreate"}
     processor: Processor | AsyncProcessor
     if args.get("front") == "async":
-        processor = AsyncProcessor(build_profile(args), [args["input"]], async_handler, **options)
+        processor = AsyncProcessor(build_profile(args), [args["input"]], **options)
         held.append(processor.sync)
+        run_dumping_stats(processor, async_handler, Path(args["stats"]), keep_events=50)
     else:
-        processor = Processor(build_profile(args), [args["input"]], handler, **options)
+        processor = Processor(build_profile(args), [args["input"]], **options)
         held.append(processor)
-    run_dumping_stats(processor, Path(args["stats"]), keep_events=50)
+        run_dumping_stats(processor, handler, Path(args["stats"]), keep_events=50)
 
 
 if __name__ == "__main__":

@@ -244,3 +244,64 @@ def test_processing_profile_takes_the_guarantee_once() -> None:
             producer={"bootstrap_servers": "x:1", "transactional_id_prefix": "p-"},
         )
     assert info.value.field == "consumer.guarantee"
+
+
+def test_processing_profile_takes_the_shared_connection_once() -> None:
+    security = {"protocol": "SASL_SSL", "sasl_mechanism": "PLAIN", "sasl_username": "u"}
+    p = ProcessingProfile(
+        guarantee="exactly_once",
+        bootstrap_servers="x:1",
+        security={**security, "sasl_password": "secret"},
+        consumer={"group_id": "g"},
+        producer={"transactional_id_prefix": "p-"},
+    )
+    assert p.consumer.bootstrap_servers == p.producer.bootstrap_servers == "x:1"
+    assert p.consumer.render()["sasl.password"] == "secret"
+    assert p.producer.render(transactional_id="p-0")["sasl.password"] == "secret"
+    built = ConsumerProfile(guarantee="exactly_once", group_id="g", bootstrap_servers="x:1")
+    same = ProcessingProfile(
+        guarantee="exactly_once",
+        bootstrap_servers="x:1",  # a side may repeat it, if it says the same
+        security={**security, "sasl_password": "secret"},
+        consumer=built,  # an unset field of a built side takes the shared value too
+        producer={"transactional_id_prefix": "p-", "bootstrap_servers": "x:1"},
+    )
+    assert same.consumer.security.protocol == "SASL_SSL"
+    assert same.consumer.group_id == "g"
+
+
+@pytest.mark.parametrize(
+    ("top", "side", "field"),
+    [
+        ({"bootstrap_servers": "x:1"}, {"bootstrap_servers": "y:2"}, "producer.bootstrap_servers"),
+        (
+            {"security": {"protocol": "SSL"}},
+            {"security": {"protocol": "SASL_SSL"}},
+            "producer.security",
+        ),
+    ],
+)
+def test_a_side_contradicting_the_shared_connection_is_refused(
+    top: dict[str, Any], side: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        ProcessingProfile(
+            guarantee="at_least_once",
+            consumer={"bootstrap_servers": "x:1", "group_id": "g"},
+            producer={"bootstrap_servers": "x:1", **side},
+            **top,
+        )
+    assert info.value.field == field
+
+
+def test_a_contradicting_secret_is_not_shown() -> None:
+    with pytest.raises(ConfigurationError) as info:
+        ProcessingProfile(
+            guarantee="at_least_once",
+            bootstrap_servers="x:1",
+            security={"sasl_password": "top-secret"},
+            consumer={"group_id": "g", "security": {"sasl_password": "other-secret"}},
+            producer={},
+        )
+    assert info.value.field == "consumer.security"
+    assert "secret" not in str(info.value).replace("secrets", "")

@@ -44,7 +44,7 @@ def test_an_interrupt_mid_poll_accepts_what_was_handled_and_releases_the_rest(
     profile = queue_profile(bs, "at_least_once", group)
     with QueueConsumer(profile, [topic], value_deserializer=deserializer) as queue:
         with pytest.raises(KeyboardInterrupt):
-            queue.run(handler, idle_timeout=30)
+            queue.run(handler, idle_timeout_s=30)
         stats = queue.stats
     handled = set(seen)
     assert seen == sorted(seen) and handled == set(range(len(seen)))  # in order, from 0
@@ -73,7 +73,7 @@ def test_a_stop_from_the_handler_returns_within_a_millisecond_and_gives_the_rest
         time.sleep(0.0002)  # 0.2 ms: the stop is seen within about five records
 
     with queue:
-        stats = queue.run(handler, idle_timeout=30)
+        stats = queue.run(handler, idle_timeout_s=30)
     assert 10 <= len(seen) <= 20, len(seen)
     assert stats.accepted == len(seen) and stats.released == stats.polled - len(seen)
     back = sorted(int(v) for v, _ in leftovers(bs, group, topic, 4.0))
@@ -95,7 +95,7 @@ def test_records_past_the_lock_budget_are_released_unhandled_and_handled_later(
 
     profile = queue_profile(bs, "at_least_once", group, record_lock_duration_ms=1_000)
     with QueueConsumer(profile, [topic], value_deserializer=deserializer) as queue:
-        stats = queue.run(handler, max_records=60, idle_timeout=5)
+        stats = queue.run(handler, max_records=60, idle_timeout_s=5)
     values = [v for v, _ in deliveries]
     assert sorted(set(values)) == list(range(30))
     assert len(values) == 30, deliveries  # released unhandled: no record was handled twice

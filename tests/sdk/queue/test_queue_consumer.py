@@ -32,7 +32,7 @@ def test_at_least_once_handles_every_record_and_leaves_nothing_in_the_queue(
     seed(bs, topic, 300)
     seen: list[bytes] = []
     with QueueConsumer(queue_profile(bs, "at_least_once", group), [topic]) as queue:
-        stats = queue.run(lambda r: seen.append(r.value), max_records=300, idle_timeout=30)
+        stats = queue.run(lambda r: seen.append(r.value), max_records=300, idle_timeout_s=30)
     assert sorted(int(v) for v in seen) == list(range(300))
     assert (stats.accepted, stats.released, stats.rejected) == (300, 0, 0)
     assert leftovers(bs, group, topic, 4.0) == []  # the broker holds them all as accepted
@@ -54,7 +54,7 @@ def test_a_transient_failure_releases_the_record_and_it_comes_back_with_its_coun
 
     profile = queue_profile(bs, "at_least_once", group, failure={"attempts": 3})
     with QueueConsumer(profile, [topic]) as queue:
-        stats = queue.run(handler, max_records=21, idle_timeout=30)
+        stats = queue.run(handler, max_records=21, idle_timeout_s=30)
     assert [d for d in deliveries if d[0] == 7] == [(7, 1), (7, 2)]
     assert sorted({v for v, _ in deliveries}) == list(range(20))
     assert (stats.released, stats.redelivered, stats.retries) == (1, 1, 1)
@@ -78,7 +78,7 @@ def test_a_poison_record_is_dead_lettered_then_rejected_and_holds_nothing_up(
     failure = {"attempts": 3, "on_failure": "dlq", "dlq_topic": dlq}
     profile = queue_profile(bs, "at_least_once", group, failure=failure)
     with QueueConsumer(profile, [topic]) as queue:
-        stats = queue.run(handler, max_records=52, idle_timeout=30)
+        stats = queue.run(handler, max_records=52, idle_timeout_s=30)
     assert sorted(handled) == [v for v in range(50) if v != 7]  # the rest went on meanwhile
     assert (stats.released, stats.rejected, stats.dead_lettered) == (2, 1, 1)
     assert stats.handler_failures == 1
@@ -109,7 +109,7 @@ def test_a_failed_dead_letter_write_releases_the_record_instead_of_rejecting_it(
     failure = {"attempts": 1, "on_failure": "dlq", "dlq_topic": "no-such-dead-letter-topic"}
     profile = queue_profile(bs, "at_least_once", group, failure=failure)
     with QueueConsumer(profile, [topic]) as queue, pytest.raises(KafkaClientError):
-        queue.run(handler, max_records=5, idle_timeout=30)
+        queue.run(handler, max_records=5, idle_timeout_s=30)
     stats = queue.stats
     assert (stats.rejected, stats.dead_lettered, stats.dead_letter_failures) == (0, 0, 1)
     left = leftovers(bs, group, topic, 6.0)
@@ -132,7 +132,7 @@ def test_at_most_once_accepts_before_handling_so_a_failure_is_never_redelivered(
     profile = queue_profile(bs, "at_most_once", group, failure={"attempts": 2})
     queue = QueueConsumer(profile, [topic])
     with queue, pytest.raises(HandlerError):
-        queue.run(handler, max_records=30, idle_timeout=30)
+        queue.run(handler, max_records=30, idle_timeout_s=30)
     stats = queue.stats
     assert stats.handler_failures == 1 and stats.retries == 1  # retried in process
     left = [v for v, _ in leftovers(bs, group, topic, 5.0)]
@@ -180,13 +180,13 @@ def test_a_poison_record_delays_the_records_behind_it_less_than_in_a_consumer_gr
             with QueueConsumer(
                 queue_profile(bs, "at_least_once", group, failure=failure), [topic]
             ) as queue:
-                queue.run(handler, max_records=22, idle_timeout=30)
+                queue.run(handler, max_records=22, idle_timeout_s=30)
         else:
             profile = ConsumerProfile(
                 guarantee="at_least_once", bootstrap_servers=bs, group_id=group, failure=failure
             )
             with Consumer(profile, [topic]) as consumer:
-                consumer.run(handler, max_records=20, idle_timeout=30)
+                consumer.run(handler, max_records=20, idle_timeout_s=30)
         assert len(first_poison) == 3 and next_after, (model, first_poison, next_after)
         delays[model] = next_after[0] - first_poison[0]
         assert len(read_topic(bs, dlq, 1)) == 1
@@ -202,7 +202,7 @@ def test_a_handler_slower_than_the_record_lock_is_reported_with_the_measured_tim
     seed(bs, topic, 1)
     profile = queue_profile(bs, "at_least_once", group, record_lock_duration_ms=1_000)
     with QueueConsumer(profile, [topic]) as queue:
-        stats = queue.run(lambda record: time.sleep(1.6), max_records=1, idle_timeout=30)
+        stats = queue.run(lambda record: time.sleep(1.6), max_records=1, idle_timeout_s=30)
     assert stats.slow_handlers == 1
     warning = [e for e in stats.events if "longer than the record lock (1,000 ms)" in e]
     assert warning and " ms after its poll" in warning[0], stats.events

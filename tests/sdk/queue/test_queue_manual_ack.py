@@ -27,7 +27,7 @@ def test_each_outcome_is_what_the_broker_sees(
     seed(bs, topic, 30)
     deliveries: list[tuple[int, int | None]] = []
     with QueueConsumer(queue_profile(bs, "at_least_once", group), [topic]) as queue:
-        for record in queue.records(max_records=33, idle_timeout=20):
+        for record in queue.records(max_records=33, idle_timeout_s=20):
             value = int(record.value)
             deliveries.append((value, record.delivery_count))
             if value % 10 == 5 and record.delivery_count == 1:
@@ -51,7 +51,7 @@ def test_a_second_acknowledgement_and_a_stale_one_are_errors(
     topic, group = make_topic(1), make_group()
     seed(bs, topic, 5)
     with QueueConsumer(queue_profile(bs, "at_least_once", group), [topic]) as queue:
-        records = queue.records(idle_timeout=20)
+        records = queue.records(idle_timeout_s=20)
         first = next(records)
         queue.ack(first)
         with pytest.raises(AcknowledgementError, match=r"already acknowledged \(accept\)") as info:
@@ -80,7 +80,7 @@ def test_records_not_acknowledged_before_the_next_poll_come_back(
     seed(bs, topic, 20)
     seen: list[tuple[int, int | None]] = []
     with QueueConsumer(queue_profile(bs, "at_least_once", group), [topic]) as queue:
-        for record in queue.records(max_records=40, idle_timeout=10):
+        for record in queue.records(max_records=40, idle_timeout_s=10):
             seen.append((int(record.value), record.delivery_count))
             if record.delivery_count and record.delivery_count > 1:
                 queue.ack(record)  # the first delivery of each is left unacknowledged
@@ -98,7 +98,7 @@ def test_at_most_once_accepts_before_handing_out(
     topic, group = make_topic(1), make_group()
     seed(bs, topic, 10)
     with QueueConsumer(queue_profile(bs, "at_most_once", group), [topic]) as queue:
-        records = queue.records(idle_timeout=20)
+        records = queue.records(idle_timeout_s=20)
         first = next(records)
         queue.ack(first)  # accepted already: nothing to do
         with pytest.raises(AcknowledgementError, match="at_most_once accepted it"):

@@ -41,7 +41,7 @@ def test_each_handling_is_a_process_span_in_the_producers_trace_and_failures_are
         failure={"attempts": 2, "on_failure": "dlq", "dlq_topic": dlq},
     )
     with QueueConsumer(profile, [topic], telemetry=otel.telemetry) as queue:
-        stats = queue.run(handler, max_records=5, idle_timeout=30)  # "bad" comes twice
+        stats = queue.run(handler, max_records=5, idle_timeout_s=30)  # "bad" comes twice
     assert (stats.accepted, stats.rejected, stats.dead_lettered) == (3, 1, 1)
 
     spans = otel.spans(f"process {topic}")

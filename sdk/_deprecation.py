@@ -1,0 +1,57 @@
+"""Keyword arguments that were renamed or moved: the old spelling works for one more release."""
+
+from __future__ import annotations
+
+import warnings
+from typing import TypeVar
+
+from sdk.errors import ConfigurationError
+
+__all__ = ["moved", "renamed", "warn_renamed"]
+
+T = TypeVar("T")
+
+
+def warn_renamed(where: str, old_name: str, new_name: str, *, stacklevel: int = 3) -> None:
+    """Warn that keyword ``old_name`` of ``where`` is now ``new_name`` (DeprecationWarning).
+
+    The default ``stacklevel`` points at the line that called ``where``.
+    """
+    warnings.warn(
+        f"{where}({old_name}=) is deprecated, use {new_name}=",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def renamed(where: str, old_name: str, old: T | None, new_name: str, new: T | None) -> T | None:
+    """The value of keyword ``new_name``, also given under its old name ``old_name``.
+
+    Args:
+        where: The call, for the message (``"Consumer.run"``).
+        old_name: The old keyword.
+        old: Its value (None: not given).
+        new_name: The keyword that replaced it.
+        new: Its value (None: not given).
+
+    Raises:
+        ConfigurationError: Both names were given.
+    """
+    if old is None:
+        return new
+    warn_renamed(where, old_name, new_name, stacklevel=4)
+    if new is not None:
+        raise ConfigurationError(
+            f"{new_name}: given twice (also as the deprecated {old_name})", field=new_name
+        )
+    return old
+
+
+def moved(what: str, where: str, to: str) -> None:
+    """Warn that ``what`` given to ``where`` now belongs to ``to`` (DeprecationWarning)."""
+    warnings.warn(
+        f"{where}: the {what} is given to {to} now (one place on every front end); passing it "
+        f"to {where} is deprecated",
+        DeprecationWarning,
+        stacklevel=3,
+    )
