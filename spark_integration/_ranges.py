@@ -9,6 +9,7 @@ from typing import Any
 
 from sdk._client import ConsumerClient, translating
 from sdk._deprecation import warn_renamed
+from sdk.core import session
 from sdk.errors import ConfigurationError, KafkaClientError, UnknownTopicError, from_kafka_error
 from sdk.profiles import ConsumerProfile
 
@@ -52,9 +53,11 @@ def transactional_id_for(prefix: str, job: str, group: str, topic: str, partitio
 
     It depends only on the job, the group and the input partition, never on Spark's partition
     id or attempt number, so every attempt and every re-run of the job for that input partition
-    uses the same id: the newest ``init_transactions()`` fences all older ones.
+    uses the same id: the newest ``init_transactions()`` fences all older ones. It is the SDK's
+    :func:`sdk.core.session.transactional_id_for` with ``job.group.topic.partition`` as the
+    instance id.
     """
-    return f"{prefix}{job}.{group}.{topic}.{partition}"
+    return session.transactional_id_for(prefix, instance_id=f"{job}.{group}.{topic}.{partition}")
 
 
 def admin_config(consumer: ConsumerProfile) -> dict[str, Any]:

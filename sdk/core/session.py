@@ -30,19 +30,80 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from sdk.core.records import OutputRecord, TransactionStats
 from sdk.core.recovery import Recovery, decide
 from sdk.errors import (
     AmbiguousTransactionError,
+    ConfigurationError,
     KafkaClientError,
     ProducerFencedError,
 )
 from sdk.observability import Outcome, Telemetry, TransactionSpan
 from sdk.producer import Producer
+from sdk.profiles import Guarantee, ProcessingProfile, ProducerProfile
 
-__all__ = ["TransactionSession"]
+__all__ = ["TransactionSession", "transactional_id_for"]
+
+
+@overload
+def transactional_id_for(
+    profile: str, explicit: str | None = None, instance_id: str | None = None
+) -> str: ...
+
+
+@overload
+def transactional_id_for(
+    profile: ProcessingProfile | ProducerProfile,
+    explicit: str | None = None,
+    instance_id: str | None = None,
+) -> str | None: ...
+
+
+def transactional_id_for(
+    profile: ProcessingProfile | ProducerProfile | str,
+    explicit: str | None = None,
+    instance_id: str | None = None,
+) -> str | None:
+    """The ``transactional.id`` of one instance of an exactly-once front end.
+
+    ``explicit`` if given, else the profile's ``transactional_id``, else its
+    ``transactional_id_prefix`` followed by ``instance_id``. The id must stay the same across
+    restarts (the newest ``init_transactions()`` with it fences every older instance), and
+    users keep it: what this returns for given arguments never changes.
+
+    Args:
+        profile: The front end's profile (its producer side decides), or a bare
+            ``transactional_id_prefix`` (exactly_once implied; Spark's job planning has only
+            that).
+        explicit: A concrete id, which wins over the profile's.
+        instance_id: The instance's stable suffix: the Processor's ``instance_id``; for a
+            Spark task ``job.group.topic.partition``.
+
+    Returns:
+        The id; None for a profile that is not exactly_once.
+
+    Raises:
+        ConfigurationError: exactly_once with neither a transactional id nor an instance id.
+    """
+    if isinstance(profile, str):
+        prefix: str | None = profile
+        tid = explicit
+    else:
+        if profile.guarantee is not Guarantee.EXACTLY_ONCE:
+            return None
+        p = profile.producer if isinstance(profile, ProcessingProfile) else profile
+        prefix, tid = p.transactional_id_prefix, explicit or p.transactional_id
+    if tid is None:
+        if not instance_id:
+            raise ConfigurationError(
+                "instance_id: the profile has only transactional_id_prefix; pass a stable "
+                "instance_id (or transactional_id)",
+                field="instance_id",
+            )
+        tid = f"{prefix}{instance_id}"
+    return tid
 
 
 class TransactionSession:

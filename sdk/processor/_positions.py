@@ -1,4 +1,4 @@
-"""The processor's input positions: its transactional id and the rewind after a failure.
+"""The processor's input positions: the rewind after a failure, and the retry counter.
 
 The rewind seeks every assigned partition back to its committed offset after a transaction
 was given up.
@@ -11,12 +11,11 @@ from collections.abc import Callable
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END
 
 from sdk._client import ConsumerClient, call_kafka, translating
-from sdk.errors import ConfigurationError, KafkaClientError
+from sdk.errors import KafkaClientError
 from sdk.observability import Telemetry
 from sdk.processor._records import ProcessorStats
-from sdk.profiles import Guarantee, ProcessingProfile
 
-__all__ = ["counting", "rewind_to_committed", "transactional_id_for"]
+__all__ = ["counting", "rewind_to_committed"]
 
 
 def counting(stats: ProcessorStats, telemetry: Telemetry | None) -> Callable[[str], None]:
@@ -28,29 +27,6 @@ def counting(stats: ProcessorStats, telemetry: Telemetry | None) -> Callable[[st
             telemetry.retry(context)
 
     return retried
-
-
-def transactional_id_for(
-    profile: ProcessingProfile, explicit: str | None, instance_id: str | None
-) -> str | None:
-    """The processor's ``transactional.id`` (None unless exactly_once).
-
-    Raises:
-        ConfigurationError: exactly_once with neither a transactional id nor an instance id.
-    """
-    p = profile.producer
-    if profile.guarantee is not Guarantee.EXACTLY_ONCE:
-        return None
-    tid = explicit or p.transactional_id
-    if tid is None:
-        if not instance_id:
-            raise ConfigurationError(
-                "instance_id: the profile has only transactional_id_prefix; pass a stable "
-                "instance_id (or transactional_id)",
-                field="instance_id",
-            )
-        tid = f"{p.transactional_id_prefix}{instance_id}"
-    return tid
 
 
 def rewind_to_committed(

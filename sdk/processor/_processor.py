@@ -16,7 +16,7 @@ from sdk._deprecation import moved, renamed
 from sdk._signals import sigterm_stops
 from sdk.consumer._at_most_once import HandledMarks, commit_before_handling, member_id
 from sdk.core.failure import HandlerRunner
-from sdk.core.session import TransactionSession
+from sdk.core.session import TransactionSession, transactional_id_for
 from sdk.errors import (
     ClosedError,
     ConfigurationError,
@@ -28,11 +28,7 @@ from sdk.errors import (
 from sdk.observability import Telemetry, get_logger, redact
 from sdk.partitioners import Partitioner
 from sdk.processor._handling import HandlingLoop
-from sdk.processor._positions import (
-    counting,
-    rewind_to_committed,
-    transactional_id_for,
-)
+from sdk.processor._positions import counting, rewind_to_committed
 from sdk.processor._progress import Progress, ProgressTracker
 from sdk.processor._records import (
     BatchHandler,
