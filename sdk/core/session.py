@@ -255,12 +255,9 @@ class TransactionSession:
     def abort(
         self, cause: BaseException | None = None, timeout: float | None = None, attempts: int = 5
     ) -> None:
-        """Abort the open transaction (purges unsent records; failed deliveries forgotten).
+        """Abort the open transaction; the arguments are the producer's output's.
 
-        Args:
-            cause: The error that made the abort necessary (recorded on the span).
-            timeout: Seconds for the call (default: the call timeout).
-            attempts: Attempts while the error is transient (1: no retry, e.g. on the way out).
+        See :meth:`~sdk.producer._transactions.TransactionalOutput.abort`.
 
         Raises:
             KafkaClientError: abort failed (AmbiguousTransactionError on a timeout).
