@@ -1,4 +1,4 @@
-"""asyncio producer cases (issue #18): SDK AsyncProducer, raw AIOProducer, aiokafka.
+"""asyncio producer cases: SDK AsyncProducer, raw AIOProducer, aiokafka.
 
 Each produces the same N records under the at_least_once settings (acks=all, idempotence,
 linger.ms=5) the way a competent user of that client would, from one coroutine: queue every

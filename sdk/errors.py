@@ -269,8 +269,8 @@ def is_transient(kafka_error: Any) -> bool:
     True for librdkafka's ``retriable()`` flag or a coordinator/timeout code, unless the error
     is fatal or requires a transaction abort. librdkafka does not flag every transient error:
     a synchronous ``commit()`` refused with COORDINATOR_LOAD_IN_PROGRESS (a group coordinator
-    still loading ``__consumer_offsets`` after a broker bounce) has ``retriable() == False``;
-    the reliability pipeline saw processors crash on it.
+    still loading ``__consumer_offsets`` after a broker bounce) has ``retriable() == False``,
+    and a processor that trusted the flag would crash on it.
 
     Args:
         kafka_error: A ``confluent_kafka.KafkaError`` (anything else is not transient).

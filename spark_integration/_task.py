@@ -163,7 +163,7 @@ class _RangeTask:
         tp = TopicPartition(self.rng.topic, self.rng.partition)
         # a read_committed consumer of its own (so librdkafka asks with require_stable): a
         # committed() call on the data consumer delayed its first fetch after assign() by
-        # 0.4-0.9 s (librdkafka 2.16, measured), once per range and per rewind
+        # a good part of a second, once per range and per rewind
         reader = self._consumer_factory(self._consumer_config)
         try:
             got = fetch_committed(

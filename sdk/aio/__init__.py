@@ -1,4 +1,4 @@
-"""asyncio front ends on the SDK's one core (issue #18): same profiles, same guarantees.
+"""asyncio front ends on the SDK's one core: same profiles, same guarantees.
 
 * :class:`AsyncProducer` — ``await send(...)``, ``send_nowait(...)`` returning a future,
   ``async with producer.transaction()``; every record goes through the sync

@@ -110,9 +110,9 @@ _OK, _FAILED, _CANCELLED = 0, 1, 2
 class HandlersAhead:
     """One crossing per polled batch: its handlers run on the loop, the core takes the outcomes.
 
-    Crossing to the loop once per record costs two thread wake-ups (about 100 us on 2 cores,
-    most of a record's time). Before the core handles a polled batch, :meth:`run` (worker
-    thread) runs the batch's handlers on the loop in record order and keeps their outcomes;
+    Crossing to the loop once per record costs two thread wake-ups, most of a record's time.
+    Before the core handles a polled batch, :meth:`run` (worker thread) runs the batch's
+    handlers on the loop in record order and keeps their outcomes;
     the core then calls :meth:`call` per record, as it calls any sync handler, and gets each
     outcome in turn, so every guarantee decision (commit order, failure policy, offsets,
     transactions) stays the core's. The loop stops at the first failure (the core's failure

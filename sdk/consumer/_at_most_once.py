@@ -11,15 +11,13 @@ its session times out, before the application has served the ``lost`` event; a c
 then goes out without a member id and generation, and the broker accepts such a commit
 whenever the group is momentarily empty (e.g. every member's session expired while the group
 coordinator moved). The batch's partitions may meanwhile belong to another member that
-started from the older committed offset: handling the batch would duplicate it. The
-reliability pipeline measured exactly that (10,360 duplicates in one at_most_once run with a
-broker bounce) before this check existed.
+started from the older committed offset: handling the batch would duplicate it (a broker
+bounce is enough to get there).
 
 A batch may also hold records this client already handed to a handler: after a partition was
-lost and assigned back, librdkafka 2.16 delivered offsets 0-499 of a partition twice, 190 ms
-apart, both after the new assignment (the reliability pipeline's at_most_once run duplicated
-exactly that one batch in 3 of 7 runs). :class:`HandledMarks` remembers, per partition, the
-position committed before handling; records below it are dropped, never handed out twice.
+lost and assigned back, librdkafka can deliver a batch of it twice, both times after the new
+assignment. :class:`HandledMarks` remembers, per partition, the position committed before
+handling; records below it are dropped, never handed out twice.
 
 The same stale delivery can hold records *another* member handled while this one was out of
 the group: fetched before the session was lost, delivered after the partition came back. Its

@@ -1,7 +1,7 @@
 """The Consumer's handling of a polled batch: per record (:meth:`run`) or as a batch.
 
 A mixin of :class:`~sdk.consumer.Consumer` (its own methods, kept apart to keep modules
-short). :meth:`HandlingLoop._handle_plain` is the hot path without telemetry (issue #16).
+short). :meth:`HandlingLoop._handle_plain` is the hot path without telemetry.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class HandlingLoop:
     def _handle_plain(
         self, handler: Callable[[ConsumerRecord], Any], messages: list[Any], ahead: int = 0
     ) -> None:
-        """The hot loop without telemetry (issue #16).
+        """The hot loop without telemetry.
 
         The same steps as the traced loop, without the per-record costs: the handler's first
         attempt inline (the failure policy takes over only when it raises) and counters added
@@ -86,8 +86,8 @@ class HandlingLoop:
         :data:`STORE_EVERY_S` passed since the last store (so after every record of a handler
         slower than that), and at the end of the batch, also after a stop or an error: an
         offset is still stored only after its record was handled, and the commit timer sees
-        progress within a millisecond of handler time. (Storing after every record cost
-        ~1.2 us per record, as much as the rest of the loop.) A :meth:`stop` is seen at those
+        progress within a millisecond of handler time. (Storing after every record would cost
+        as much as the rest of the loop.) A :meth:`stop` is seen at those
         stores, so at most a millisecond of handler time after it (the next record, for a
         handler slower than that); the rest of the batch is not stored and is read again.
         The first ``ahead`` records, whose handlers already ran (``sdk.aio`` runs a batch's

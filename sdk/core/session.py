@@ -11,10 +11,10 @@ A transaction commits in numbered steps (docs/processor.md, docs/architecture.md
 
 1. ``send_offsets_to_transaction(offsets, group_metadata)``: the input positions join the
    transaction (KIP-447: the group metadata lets the coordinator fence a zombie whose
-   generation is stale); bounded, because librdkafka can ignore its timeout (#5456/#5511).
-   It goes first so that its round trips to the coordinators overlap the acknowledgements of
-   the transaction's last outputs, as a hand-written loop's does (issue #16: flushing first
-   made the two waits add up); the order does not matter to the outcome, since nothing of the
+   generation is stale); bounded, because librdkafka can ignore its timeout (librdkafka
+   #5456/#5511). It goes first so that its round trips to the coordinators overlap the
+   acknowledgements of the transaction's last outputs, as a hand-written loop's does (flushing
+   first makes the two waits add up); the order does not matter to the outcome, since nothing of the
    transaction is visible before step 3;
 2. flush the producer: every output record of the transaction is acknowledged (a failed one
    makes the transaction abortable; records left after the call timeout make it ambiguous);
@@ -219,7 +219,7 @@ class TransactionSession:
         self.output.flush(context, timeout)
 
     def send_offsets(self, offsets: Sequence[Any], group_metadata: Any, timeout: float) -> None:
-        """Step 1: the input positions join the open transaction, bounded against #5456.
+        """Step 1: the input positions join the open transaction, bounded (librdkafka #5456).
 
         Raises:
             AmbiguousTransactionError: The call did not return within its bound; the client

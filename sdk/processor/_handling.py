@@ -2,7 +2,7 @@
 
 A mixin of :class:`~sdk.processor.Processor` (its own methods, kept apart to keep modules
 short). :meth:`HandlingLoop._handle_records` is the hot path of a per-record handler without
-tracing (issue #16): the handler's first attempt inline, no per-record span or poll.
+tracing: the handler's first attempt inline, no per-record span or poll.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class HandlingLoop:
                 return
 
     def _handle_records(self, records: list[Any]) -> None:
-        """Per-record handler without tracing: the hot loop (issue #16).
+        """Per-record handler without tracing: the hot loop.
 
         The same steps as :meth:`_handle_unit` per record, with the per-record costs taken
         out: no span context manager, the handler's first attempt inline (the failure policy

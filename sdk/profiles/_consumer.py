@@ -28,8 +28,8 @@ CONSUMER_REASONS: dict[str, str] = {
     "isolation.level": "read_committed hides aborted and open transactions' records",
     "fetch.queue.backoff.ms": "librdkafka's default (1000) pauses fetching for a second "
     "whenever its local queue is over the prefetch threshold; a handler that drains it faster "
-    "then waits idle (measured in docs/performance.md). 10 ms keeps the queue fed at the same "
-    "memory bound",
+    "then waits idle (docs/performance.md, fetch.queue.backoff.ms). 10 ms keeps the queue fed at "
+    "the same memory bound",
 }
 
 _LIBRDKAFKA_SPELLINGS = {"roundrobin": "round_robin", "cooperative-sticky": "cooperative_sticky"}

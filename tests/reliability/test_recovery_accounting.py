@@ -1,4 +1,4 @@
-"""Recovery accounting under real faults (issue #15): each recovery is counted as what it was.
+"""Recovery accounting under real faults: each recovery is counted as what it was.
 
 An independent kill test once found ``ambiguous=0`` and ``fenced=0`` in every run although the
 workers' logs showed recoveries from AmbiguousTransactionError and ProducerFencedError: the

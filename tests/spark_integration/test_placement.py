@@ -1,4 +1,4 @@
-"""The Spark output paths place keys by the profile's partitioner, like Java (issue #15).
+"""The Spark output paths place keys by the profile's partitioner, like Java.
 
 The batch task and the streaming sink once produced with a raw confluent-kafka producer
 rendered without the profile's partitioner (CRC32 instead of murmur2). Both now produce through

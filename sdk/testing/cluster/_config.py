@@ -97,8 +97,7 @@ def render_config(
         # so a killed worker's records come back within seconds
         "group.share.min.record.lock.duration.ms": 1_000,
         # ... and evict a killed member within seconds: until its session times out (broker
-        # default and floor: 45 s) the partitions assigned to it deliver to nobody (measured:
-        # the survivor of two members got them 45.1 s after the kill)
+        # default and floor: 45 s) the partitions assigned to it deliver to nobody
         "group.share.session.timeout.ms": 6_000,
         "group.share.min.session.timeout.ms": 6_000,
         "group.share.heartbeat.interval.ms": 1_000,

@@ -109,7 +109,7 @@ def test_other_commit_errors_raise_and_nothing_is_handled() -> None:
 
 
 def test_store_for_an_unassigned_partition_is_noted_not_raised() -> None:
-    # two polled batches: a fast handler's offsets are stored once per batch (issue #16), so
+    # two polled batches: a fast handler's offsets are stored once per batch, so
     # the refused store of the first and the kept store of the second are two calls
     client = scripted([[message("t", 0, 0)], [message("t", 0, 1)]], [], [KafkaError._STATE])
     with _consumer("at_least_once", client) as consumer:

@@ -86,7 +86,7 @@ def test_at_most_once_commits_the_batch_before_the_handler_runs(seeded: Any) -> 
 def test_at_least_once_stores_only_after_the_handler(seeded: Any) -> None:
     bs, topic, group = seeded(50)
     # records 0-4 take 5 ms each: the hot loop stores the handled prefix once a store is
-    # STORE_EVERY_S (1 ms) old, not after each record of a fast handler (issue #16), so a
+    # STORE_EVERY_S (1 ms) old, not after each record of a fast handler, so a
     # handler this slow has each offset stored before the next record is handled
     handler = Blocker(block_offset=5, pace_s=0.005)
     prof = profile(bs, "at_least_once", group, batch_size=20, auto_commit_interval_ms=100)

@@ -1,4 +1,4 @@
-"""Every SDK output path places keys by the profile's partitioner (issue #15).
+"""Every SDK output path places keys by the profile's partitioner.
 
 The Processor once rendered its producer without the profile's partitioner, so librdkafka's
 CRC32 default placed its keyed output: the same key landed on different partitions depending

@@ -183,7 +183,7 @@ def test_stop_and_restart_keep_data(tmp_path: Path) -> None:
 
 @pytest.mark.broker
 def test_broker_restarted_from_a_thread_outlives_that_thread(tmp_path: Path) -> None:
-    # PR_SET_PDEATHSIG fires when the forking *thread* ends, not the process (issue #15):
+    # PR_SET_PDEATHSIG fires when the forking *thread* ends, not the process:
     # a broker restarted by a fault-injection thread used to be SIGKILLed as that thread ended.
     with LocalCluster(1, workdir=tmp_path / "c") as cluster:
         cluster.kill(1)
