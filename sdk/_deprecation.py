@@ -7,7 +7,7 @@ from typing import TypeVar
 
 from sdk.errors import ConfigurationError
 
-__all__ = ["moved", "renamed", "warn_renamed"]
+__all__ = ["moved", "renamed", "renamed_default", "warn_renamed"]
 
 T = TypeVar("T")
 
@@ -44,6 +44,24 @@ def renamed(where: str, old_name: str, old: T | None, new_name: str, new: T | No
         raise ConfigurationError(
             f"{new_name}: given twice (also as the deprecated {old_name})", field=new_name
         )
+    return old
+
+
+def renamed_default(where: str, old_name: str, old: T | None, new_name: str, new: T) -> T:
+    """The value of keyword ``new_name``, which has a default, also given as ``old_name``.
+
+    A default cannot be told from a value given, so the old name wins when it is given.
+
+    Args:
+        where: The call, for the message (``"LocalCluster.stop"``).
+        old_name: The old keyword.
+        old: Its value (None: not given).
+        new_name: The keyword that replaced it.
+        new: Its value (its default when not given).
+    """
+    if old is None:
+        return new
+    warn_renamed(where, old_name, new_name, stacklevel=4)
     return old
 
 

@@ -6,6 +6,7 @@ import time
 from collections.abc import Mapping
 
 from sdk._client import translating
+from sdk._deprecation import renamed_default
 from sdk.errors import ClusterError, KafkaClientError
 
 __all__ = ["create_topic", "delete_topic"]
@@ -18,7 +19,8 @@ def create_topic(
     *,
     replication_factor: int = -1,
     config: Mapping[str, str] | None = None,
-    timeout: float = 60.0,
+    timeout_s: float = 60.0,
+    timeout: float | None = None,
 ) -> str:
     """Create a topic and wait until every partition has a leader.
 
@@ -28,7 +30,8 @@ def create_topic(
         partitions: Partition count.
         replication_factor: Replicas per partition; -1 uses the broker default.
         config: Topic configs, e.g. ``{"min.insync.replicas": "2"}``.
-        timeout: Seconds to wait.
+        timeout_s: Seconds to wait.
+        timeout: Deprecated name of ``timeout_s``.
 
     Returns:
         The topic name.
@@ -39,6 +42,7 @@ def create_topic(
     from confluent_kafka.admin import AdminClient
     from confluent_kafka.cimpl import NewTopic
 
+    limit = renamed_default("create_topic", "timeout", timeout, "timeout_s", timeout_s)
     admin = AdminClient({"bootstrap.servers": bootstrap_servers})
     new = NewTopic(
         name,
@@ -48,10 +52,10 @@ def create_topic(
     )
     try:
         with translating(f"create topic {name!r}"):
-            admin.create_topics([new], operation_timeout=timeout)[name].result(timeout)
+            admin.create_topics([new], operation_timeout=limit)[name].result(limit)
     except KafkaClientError as exc:
         raise ClusterError(f"could not create topic {name!r}: {exc.kafka_error}") from exc
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         meta = admin.list_topics(topic=name, timeout=5).topics.get(name)
         if (
@@ -62,16 +66,29 @@ def create_topic(
         ):
             return name
         time.sleep(0.1)
-    raise ClusterError(f"topic {name!r} has partitions without a leader after {timeout:.0f}s")
+    raise ClusterError(f"topic {name!r} has partitions without a leader after {limit:.0f}s")
 
 
-def delete_topic(bootstrap_servers: str, name: str, timeout: float = 30.0) -> None:
-    """Delete a topic (errors are raised as :class:`~sdk.errors.ClusterError`)."""
+def delete_topic(
+    bootstrap_servers: str, name: str, timeout_s: float = 30.0, *, timeout: float | None = None
+) -> None:
+    """Delete a topic and wait for the deletion.
+
+    Args:
+        bootstrap_servers: The cluster.
+        name: Topic name.
+        timeout_s: Seconds to wait.
+        timeout: Deprecated name of ``timeout_s``.
+
+    Raises:
+        ClusterError: The broker refused the deletion.
+    """
     from confluent_kafka.admin import AdminClient
 
+    limit = renamed_default("delete_topic", "timeout", timeout, "timeout_s", timeout_s)
     admin = AdminClient({"bootstrap.servers": bootstrap_servers})
     try:
         with translating(f"delete topic {name!r}"):
-            admin.delete_topics([name], operation_timeout=timeout)[name].result(timeout)
+            admin.delete_topics([name], operation_timeout=limit)[name].result(limit)
     except KafkaClientError as exc:
         raise ClusterError(f"could not delete topic {name!r}: {exc.kafka_error}") from exc

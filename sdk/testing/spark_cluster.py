@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sdk._deprecation import renamed_default
 from sdk.errors import ConfigurationError
 from sdk.testing.tools import find_java
 
@@ -69,8 +70,8 @@ def _env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def _wait_for_line(log: Path, text: str, proc: subprocess.Popen[bytes], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
+def _wait_for_line(log: Path, text: str, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if log.exists() and text in log.read_text(errors="replace"):
             return
@@ -80,7 +81,7 @@ def _wait_for_line(log: Path, text: str, proc: subprocess.Popen[bytes], timeout:
                 + log.read_text(errors="replace")[-3000:]
             )
         time.sleep(0.2)
-    raise TimeoutError(f"{log.name}: no {text!r} within {timeout}s:\n" + _tail(log))
+    raise TimeoutError(f"{log.name}: no {text!r} within {timeout_s}s:\n" + _tail(log))
 
 
 def _tail(log: Path) -> str:
@@ -151,13 +152,18 @@ class StandaloneSpark:
         self._procs.append(proc)
         return proc, log
 
-    def start(self, timeout: float = 90.0) -> None:
+    def start(self, timeout_s: float = 90.0, *, timeout: float | None = None) -> None:
         """Start the master, then the workers; return once every worker has registered.
+
+        Args:
+            timeout_s: Seconds each process gets to come up.
+            timeout: Deprecated name of ``timeout_s``.
 
         Raises:
             RuntimeError: A process exited early (its log tail is in the message).
-            TimeoutError: A process did not come up within ``timeout``.
+            TimeoutError: A process did not come up within ``timeout_s``.
         """
+        limit = renamed_default("StandaloneSpark.start", "timeout", timeout, "timeout_s", timeout_s)
         master, log = self._spawn(
             "master",
             [
@@ -170,7 +176,7 @@ class StandaloneSpark:
                 str(_free_port()),
             ],
         )
-        _wait_for_line(log, "I have been elected leader", master, timeout)
+        _wait_for_line(log, "I have been elected leader", master, limit)
         for i in range(self.workers):
             proc, wlog = self._spawn(
                 f"worker-{i}",
@@ -189,7 +195,7 @@ class StandaloneSpark:
                     self.master_url,
                 ],
             )
-            _wait_for_line(wlog, "Successfully registered with master", proc, timeout)
+            _wait_for_line(wlog, "Successfully registered with master", proc, limit)
 
     def stop(self) -> None:
         """Stop the workers (and their executors), then the master."""
@@ -267,14 +273,19 @@ class ConnectServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def start(self, timeout: float = 120.0) -> None:
+    def start(self, timeout_s: float = 120.0, *, timeout: float | None = None) -> None:
         """Start the server; return once it accepts connections.
+
+        Args:
+            timeout_s: Seconds the server gets to listen.
+            timeout: Deprecated name of ``timeout_s``.
 
         Raises:
             ConfigurationError: pyspark has no spark-connect jar.
             RuntimeError: The server exited early (its log tail is in the message).
-            TimeoutError: It did not listen within ``timeout``.
+            TimeoutError: It did not listen within ``timeout_s``.
         """
+        limit = renamed_default("ConnectServer.start", "timeout", timeout, "timeout_s", timeout_s)
         connect = sorted((spark_home() / "jars").glob("spark-connect_*.jar"))
         if not connect:
             raise ConfigurationError(
@@ -314,7 +325,7 @@ class ConnectServer:
                 cwd=self._tmp,
                 start_new_session=True,
             )
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
                 raise RuntimeError(
@@ -324,7 +335,7 @@ class ConnectServer:
                 if s.connect_ex(("127.0.0.1", self.port)) == 0:
                     return
             time.sleep(0.3)
-        raise TimeoutError(f"Spark Connect did not listen within {timeout}s:\n{_tail(log)}")
+        raise TimeoutError(f"Spark Connect did not listen within {limit}s:\n{_tail(log)}")
 
     def session(self) -> Any:
         """A Spark Connect client session for this server."""

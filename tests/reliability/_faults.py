@@ -217,7 +217,7 @@ def wait_full_isr(ctx: FaultContext, timeout: float = 90.0) -> None:
 def leader_kill(ctx: FaultContext) -> None:
     victim = ctx.cluster.leader_of(ctx.src, 0)
     ctx.cluster.kill(victim)
-    new = ctx.cluster.leader_of(ctx.src, 0, timeout=60, exclude=victim)
+    new = ctx.cluster.leader_of(ctx.src, 0, timeout_s=60, exclude=victim)
     ctx.log(f"  SIGKILL node {victim} (leader of {ctx.src}[0]); new leader {new}")
     ctx.cluster.restart(victim)
     wait_full_isr(ctx)
@@ -269,7 +269,7 @@ def transaction_coordinator(cluster: LocalCluster, transactional_id: str) -> int
         "describe",
         "--transactional-id",
         transactional_id,
-        timeout=60,
+        timeout_s=60,
     )
     lines = [line.split() for line in text.splitlines() if line.strip()]
     column = lines[0].index("CoordinatorId")
@@ -391,7 +391,7 @@ def _log_transactions(ctx: FaultContext) -> None:
                 "--bootstrap-server",
                 ctx.cluster.bootstrap_servers,
                 *tool_args,
-                timeout=60,
+                timeout_s=60,
             )
             ctx.log(f"  transactions {' '.join(tool_args)}:\n{text}")
         except Exception as exc:  # a diagnostic must not hide the failure it explains

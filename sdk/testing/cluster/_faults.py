@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sdk._deprecation import renamed_default
 from sdk.errors import ClusterError
 from sdk.testing.cluster._node import Node, NodeState
 
@@ -47,12 +48,19 @@ class FaultInjection:
         node.wait_exit(30.0)
         node.state = NodeState.STOPPED
 
-    def stop(self, node_id: int, timeout: float = 60.0) -> None:
-        """Stop a node cleanly (SIGTERM: controlled shutdown), SIGKILL after ``timeout``."""
+    def stop(self, node_id: int, timeout_s: float = 60.0, *, timeout: float | None = None) -> None:
+        """Stop a node cleanly (SIGTERM: controlled shutdown), SIGKILL after ``timeout_s``.
+
+        Args:
+            node_id: The node.
+            timeout_s: Seconds it gets to shut down before it is killed.
+            timeout: Deprecated name of ``timeout_s``.
+        """
+        limit = renamed_default("LocalCluster.stop", "timeout", timeout, "timeout_s", timeout_s)
         node = self._node(node_id)
         node.send_signal(signal.SIGCONT)  # a paused node would never see the SIGTERM
         node.send_signal(signal.SIGTERM)
-        if not node.wait_exit(timeout):
+        if not node.wait_exit(limit):
             node.send_signal(signal.SIGKILL)
             node.wait_exit(10.0)
         node.state = NodeState.STOPPED
@@ -93,24 +101,35 @@ class FaultInjection:
         self._save_state()
 
     def leader_of(
-        self, topic: str, partition: int = 0, timeout: float = 10.0, *, exclude: int | None = None
+        self,
+        topic: str,
+        partition: int = 0,
+        timeout_s: float = 10.0,
+        *,
+        exclude: int | None = None,
+        timeout: float | None = None,
     ) -> int:
         """Return the node id currently leading ``topic``/``partition``.
 
         Args:
             topic: Topic name.
             partition: Partition number.
-            timeout: Seconds to wait for a (new) leader.
+            timeout_s: Seconds to wait for a (new) leader.
             exclude: Wait until the leader is not this node (e.g. one just killed: metadata
                 names it until the controller notices, ``broker.session.timeout.ms``).
+            timeout: Deprecated name of ``timeout_s``.
 
         Raises:
-            ClusterError: The partition has no leader (or the topic is unknown) within timeout.
+            ClusterError: The partition has no leader (or the topic is unknown) within
+                ``timeout_s``.
         """
         from confluent_kafka.admin import AdminClient
 
+        limit = renamed_default(
+            "LocalCluster.leader_of", "timeout", timeout, "timeout_s", timeout_s
+        )
         admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + limit
         while True:
             with contextlib.suppress(Exception):
                 meta = admin.list_topics(topic=topic, timeout=5).topics[topic]
@@ -118,5 +137,5 @@ class FaultInjection:
                 if meta.error is None and leader >= 0 and leader != exclude:
                     return int(leader)
             if time.monotonic() > deadline:
-                raise ClusterError(f"{topic}[{partition}] has no leader after {timeout:.0f}s")
+                raise ClusterError(f"{topic}[{partition}] has no leader after {limit:.0f}s")
             time.sleep(0.2)

@@ -20,10 +20,12 @@ import sys
 import tempfile
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from sdk._deprecation import renamed_default
 from sdk.errors import BrokerStartError, ClusterError, PortInUseError
 from sdk.testing.cluster._config import check_port_free, free_ports, render_config
 from sdk.testing.cluster._faults import FaultInjection
@@ -75,13 +77,17 @@ class LocalCluster(FaultInjection):
             :meth:`listener_bootstrap`); their ``listener.name.<name>.*`` settings go in
             ``broker_config``. The PLAINTEXT listener stays the inter-broker one.
         heap: JVM ``-Xmx`` for each node.
-        start_timeout: Seconds to wait for the cluster to become ready.
+        start_timeout_s: Seconds to wait for the cluster to become ready.
         die_with_parent: Kill the brokers when the Python process that started them ends
             (even by SIGKILL), whichever thread started or restarted them.
         java: Path of ``java`` (default: found by :func:`sdk.testing.tools.find_java`).
         mvn: Path of ``mvn`` for the first jar resolution.
         cache_dir: Jar cache root (default :func:`sdk.testing.tools.cache_root`).
         progress: Receives progress lines (default: stderr).
+        start_timeout: Deprecated name of ``start_timeout_s``.
+
+    Attributes:
+        start_duration_s: Seconds the last :meth:`start` took (None before it).
     """
 
     def __init__(
@@ -94,12 +100,13 @@ class LocalCluster(FaultInjection):
         broker_config: Mapping[str, Any] | None = None,
         extra_listeners: Mapping[str, str] | None = None,
         heap: str = "1g",
-        start_timeout: float = 120.0,
+        start_timeout_s: float = 120.0,
         die_with_parent: bool = True,
         java: str | None = None,
         mvn: str | None = None,
         cache_dir: Path | None = None,
         progress: Callable[[str], None] = _progress,
+        start_timeout: float | None = None,
     ) -> None:
         if nodes not in (1, 3):
             raise ClusterError(f"nodes must be 1 or 3, got {nodes}")
@@ -113,7 +120,9 @@ class LocalCluster(FaultInjection):
         self._broker_config = dict(broker_config or {})
         self._extra_listeners = dict(extra_listeners or {})
         self._heap = heap
-        self._start_timeout = start_timeout
+        self._start_timeout_s = renamed_default(
+            "LocalCluster", "start_timeout", start_timeout, "start_timeout_s", start_timeout_s
+        )
         self._die_with_parent = die_with_parent
         self._java_arg = java
         self._mvn = mvn
@@ -123,7 +132,17 @@ class LocalCluster(FaultInjection):
         self._java = ""
         self.jars: BrokerJars | None = None
         self.cluster_id = ""
-        self.start_seconds: float | None = None
+        self.start_duration_s: float | None = None
+
+    @property
+    def start_seconds(self) -> float | None:
+        """Deprecated name of :attr:`start_duration_s`."""
+        warnings.warn(
+            "LocalCluster.start_seconds is deprecated, use start_duration_s",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.start_duration_s
 
     # ------------------------------------------------------------------ life cycle
     def __enter__(self) -> LocalCluster:
@@ -157,18 +176,18 @@ class LocalCluster(FaultInjection):
                 self._start_once()
                 break
             except PortInUseError:
-                self._terminate_all(grace=5.0)
+                self._terminate_all(grace_s=5.0)
                 if attempt == attempts:
                     raise
                 self._progress("kafka-semantics: a chosen port was taken meanwhile; retrying")
             except BaseException:
-                self._terminate_all(grace=5.0)
+                self._terminate_all(grace_s=5.0)
                 raise
-        self.start_seconds = time.monotonic() - started
+        self.start_duration_s = time.monotonic() - started
         self._save_state()
         self._progress(
             f"kafka-semantics: {self.size}-node Kafka {self.kafka_version} cluster ready at "
-            f"{self.bootstrap_servers} in {self.start_seconds:.1f}s"
+            f"{self.bootstrap_servers} in {self.start_duration_s:.1f}s"
         )
         return self
 
@@ -269,7 +288,7 @@ class LocalCluster(FaultInjection):
         node.state = NodeState.RUNNING
 
     def _wait_ready(self, nodes: list[Node], log_offsets: dict[int, int]) -> None:
-        deadline = time.monotonic() + self._start_timeout
+        deadline = time.monotonic() + self._start_timeout_s
         pending = {node.node_id: node for node in nodes}
         while pending:
             for node_id, node in list(pending.items()):
@@ -302,8 +321,8 @@ class LocalCluster(FaultInjection):
                 )
                 raise BrokerStartError(
                     f"Kafka node(s) {sorted(pending)} did not log '{_STARTED}' within "
-                    f"{self._start_timeout:.0f}s. The machine may be overloaded (raise "
-                    f"start_timeout) or the node is stuck; log tails:\n{tails}"
+                    f"{self._start_timeout_s:.0f}s. The machine may be overloaded (raise "
+                    f"start_timeout_s) or the node is stuck; log tails:\n{tails}"
                 )
             if pending:
                 time.sleep(0.2)
@@ -325,27 +344,30 @@ class LocalCluster(FaultInjection):
             time.sleep(0.3)
         raise BrokerStartError(
             f"The cluster's metadata lists brokers {sorted(seen)}, expected {sorted(expected)} "
-            f"within {self._start_timeout:.0f}s."
+            f"within {self._start_timeout_s:.0f}s."
         )
 
-    def close(self, grace: float = 15.0) -> None:
+    def close(self, grace_s: float = 15.0, *, grace: float | None = None) -> None:
         """Stop every node (SIGTERM, then SIGKILL of its process group) and clean up.
 
         Args:
-            grace: Seconds a node gets to shut down cleanly before it is killed.
+            grace_s: Seconds a node gets to shut down cleanly before it is killed.
+            grace: Deprecated name of ``grace_s``.
         """
-        self._terminate_all(grace)
+        self._terminate_all(
+            renamed_default("LocalCluster.close", "grace", grace, "grace_s", grace_s)
+        )
         if self._owns_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
         else:
             self._state_path.unlink(missing_ok=True)
 
-    def _terminate_all(self, grace: float) -> None:
+    def _terminate_all(self, grace_s: float) -> None:
         live = [n for n in self._nodes.values() if n.alive()]
         for node in live:
             node.send_signal(signal.SIGCONT)
             node.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + grace
+        deadline = time.monotonic() + grace_s
         for node in live:
             if not node.wait_exit(max(0.0, deadline - time.monotonic())):
                 node.send_signal(signal.SIGKILL)
@@ -386,8 +408,16 @@ class LocalCluster(FaultInjection):
         """Return each node's process id (None if never started)."""
         return {n.node_id: n.pid for n in self._nodes.values()}
 
-    def java_tool(self, main_class: str, *args: str, timeout: float = 120.0) -> str:
+    def java_tool(
+        self, main_class: str, *args: str, timeout_s: float = 120.0, timeout: float | None = None
+    ) -> str:
         """Run a Kafka tool class (e.g. the console consumer) from the broker jars.
+
+        Args:
+            main_class: The tool's class, e.g. ``org.apache.kafka.tools.TransactionsCommand``.
+            *args: Its command-line arguments.
+            timeout_s: Seconds it may run.
+            timeout: Deprecated name of ``timeout_s``.
 
         Returns:
             Its standard output.
@@ -395,8 +425,11 @@ class LocalCluster(FaultInjection):
         Raises:
             ClusterError: It exited non-zero.
         """
+        limit = renamed_default(
+            "LocalCluster.java_tool", "timeout", timeout, "timeout_s", timeout_s
+        )
         proc = subprocess.run(
-            self._java_cmd(main_class, *args), capture_output=True, timeout=timeout, check=False
+            self._java_cmd(main_class, *args), capture_output=True, timeout=limit, check=False
         )
         if proc.returncode != 0:
             raise ClusterError(
@@ -431,7 +464,7 @@ class LocalCluster(FaultInjection):
             "read_committed",
             "--timeout-ms",
             str(idle_ms),
-            timeout=120,
+            timeout_s=120,
         )
         return [line.strip() for line in text.splitlines() if line.strip()]
 

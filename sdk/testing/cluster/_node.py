@@ -81,15 +81,15 @@ class Node:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, sig)
 
-    def wait_exit(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for the process to end; return whether it did."""
+    def wait_exit(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` seconds for the process to end; return whether it did."""
         if self.process is not None:
             try:
-                self.process.wait(timeout=timeout)
+                self.process.wait(timeout=timeout_s)
                 return True
             except subprocess.TimeoutExpired:
                 return False
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + timeout_s
         while self.alive():
             if time.monotonic() > deadline:
                 return False

@@ -44,7 +44,7 @@ def _run(cluster: Any, topic: str, guarantee: str, **kw: Any) -> dict[str, int]:
     cluster.kill(leader)
     killed_at = len(handles)
     try:
-        cluster.leader_of(topic, 0, timeout=60, exclude=leader)
+        cluster.leader_of(topic, 0, timeout_s=60, exclude=leader)
         thread.join(120)
         assert sent.is_set()
         try:

@@ -123,7 +123,7 @@ def test_acks_all_writes_continue_after_leader_kill(kafka_cluster3: KafkaBackend
     cluster.kill(leader)
     assert cluster.state_of(leader) is NodeState.STOPPED
     try:
-        new_leader = cluster.leader_of(topic, 0, timeout=60, exclude=leader)
+        new_leader = cluster.leader_of(topic, 0, timeout_s=60, exclude=leader)
         assert new_leader != leader
         for i in range(100):
             producer.produce(topic, value=f"after-{i}".encode(), on_delivery=on_delivery)
@@ -165,7 +165,7 @@ def test_teardown_leaves_no_java_process(tmp_path: Path) -> None:
     mine = set(p for p in cluster.pids().values() if p)
     assert mine and mine <= _java_pids() - before
     cluster.pause(1)  # even a frozen broker must go
-    cluster.close(grace=5)
+    cluster.close(grace_s=5)
     assert not (mine & _java_pids())
     assert cluster.state_of(1) is NodeState.STOPPED
 
