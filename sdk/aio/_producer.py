@@ -125,6 +125,7 @@ class AsyncProducer:
         # it; a _FutureHandle resolves its own future
         self._sync = _LoopProducer(profile, on_delivery=self._observed_delivered, **options)
         self._sync.from_thread = self._from_thread
+        self._slot = self._sync._slot  # the sync Producer's client and its lifecycle
         self._max_queued = int(self._sync.config.get("queue.buffering.max.messages", 100_000))
         self._loop: asyncio.AbstractEventLoop | None = None
         self._observed: dict[DeliveryHandle, asyncio.Future[RecordMetadata]] = {}
@@ -153,7 +154,7 @@ class AsyncProducer:
         if self._sync.transactional:
             await self._off_loop(self._sync.init_transactions)
         else:
-            await self._off_loop(self._sync._ensure_client)
+            await self._off_loop(self._slot.ensure)
 
     async def close(self, timeout: float = 30.0) -> None:
         """Deliver what is queued, stop the poller, release the client.
@@ -168,7 +169,7 @@ class AsyncProducer:
         if self._closed:
             return
         try:
-            if self._sync._client is not None:
+            if self._slot.client is not None:
                 try:
                     await self.flush(timeout)
                 except KafkaTimeoutError:
@@ -183,7 +184,7 @@ class AsyncProducer:
 
     def _purge(self) -> None:
         """Drop what is still queued; its delivery reports (purged) fail the futures."""
-        client = self._sync._client
+        client = self._slot.client
         if client is not None:
             with contextlib.suppress(Exception):  # a broken client: nothing more to report
                 client.purge()
@@ -264,7 +265,7 @@ class AsyncProducer:
         if self._closed:
             raise ClosedError("AsyncProducer.send_nowait() after close()")
         loop = self._bind()
-        client = self._sync._client
+        client = self._slot.client
         if client is not None and len(client) >= self._max_queued:
             self._full()
         try:
@@ -325,7 +326,7 @@ class AsyncProducer:
             DeliveryError: Records failed since the last flush (``.failures``).
         """
         self._bind()
-        client = self._sync._client
+        client = self._slot.client
         if client is None:
             return
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -391,7 +392,7 @@ class AsyncProducer:
     async def _poll_loop(self) -> None:
         """Serve delivery reports on the loop while records are in flight."""
         while True:
-            client = self._sync._client
+            client = self._slot.client
             if client is None or len(client) == 0:
                 self._wake.clear()
                 await self._wake.wait()

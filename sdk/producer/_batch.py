@@ -29,9 +29,10 @@ def enqueue_each(
         SdkError: As ``Producer.send``; ``.handles`` (send_many) or ``.queued`` (send_batch) on
             the error tells what was queued before it.
     """
-    client = producer._ensure_client()
-    # _poll: translated (a fatal error raises); produce: every argument positional
-    poll, produce = producer._poll, positional_produce(client)
+    slot = producer._slot
+    client = slot.ensure()
+    # serve: translated (a fatal error raises); produce: every argument positional
+    poll, produce = slot.serve, positional_produce(client)
     callback: Any = producer._ledger.on_batch_delivery
     append = None if handles is None else handles.append
     known, fast = producer._known_topics, producer._fast
@@ -40,7 +41,7 @@ def enqueue_each(
     queued = 0
     try:
         for record in records:
-            if producer._observed:  # re-checked every 1,000 records below
+            if slot.observed:  # re-checked every 1,000 records below
                 handle = producer._send_observed(client, record)
                 if append is not None:
                     append(handle)
@@ -73,7 +74,7 @@ def enqueue_each(
             queued += 1
             if not queued % 1000:
                 poll(0)
-                producer._check_telemetry()
+                slot.gate()
     except SdkError as exc:
         if handles is None:
             exc.queued = queued  # type: ignore[attr-defined]

@@ -1,52 +1,39 @@
 """The SDK producer: a guarantee-shaped wrapper that holds a ``confluent_kafka.Producer``.
 
-This module has the Producer's construction, lifecycle and public API, with ``send()``'s fast
-path: bytes in, librdkafka places, topic known -> straight to ``client.produce``. The rest is
-held by the Producer, one object each: the general path under the fast one
-(``_enqueue.RecordPath``), the client's ``error_cb`` and topic lookup
-(``_client_errors.ClientErrors``), what delivery callbacks report to
-(``_delivery.DeliveryLedger``), and its transactional side (``_transactions.
-TransactionalOutput``: the transactional calls and a transaction's outputs, the one interface
-the transactional session of :mod:`sdk.core.session` drives). ``send_many``/``send_batch``
-share one loop (``_batch.enqueue_each``).
+This module has the Producer's construction and public API, with ``send()``'s fast path: bytes
+in, librdkafka places, topic known -> straight to ``client.produce``. The rest is held by the
+Producer, one object each: the client and its lifecycle (``_client_slot``), the general send
+path (``_sender``) and the record path under it (``_enqueue``), the transactional side
+(``_transactions``, which :mod:`sdk.core.session` drives); ``send_many``/``send_batch`` share
+one loop (``_batch``).
 """
 
 from __future__ import annotations
 
-import threading
-import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, suppress
 from types import TracebackType
 from typing import Any, Literal, Self
 
-from sdk._client import ProducerClient, positional_produce, translating
+from sdk._client import ProducerClient
 from sdk.core.lifecycle import Lifecycle
 from sdk.core.records import TransactionStats
-from sdk.errors import (
-    ClosedError,
-    ConfigurationError,
-    KafkaClientError,
-    KafkaTimeoutError,
-    SdkError,
-    TransactionError,
-)
+from sdk.errors import ConfigurationError, KafkaClientError, SdkError, TransactionError
 from sdk.observability import Telemetry
 from sdk.partitioners import Partitioner, PartitionRouter
 from sdk.producer._batch import enqueue_each
 from sdk.producer._client_errors import ClientErrors
-from sdk.producer._delivery import DeliveryLedger, TimedHandle
+from sdk.producer._client_slot import ClientSlot
 from sdk.producer._enqueue import RecordPath
 from sdk.producer._handle import HotPath, new_handle
 from sdk.producer._records import DeliveryHandle, Headers, ProducerRecord, RecordMetadata
-from sdk.producer._transactions import TransactionalOutput
+from sdk.producer._sender import Sender
+from sdk.producer._transactions import TransactionalOutput, transaction_block
 from sdk.profiles import Guarantee, ProducerProfile
 from sdk.serialization import Serializer, resolve_serializer
 
 __all__ = ["Producer", "ProducerState"]
-
-_new_record = tuple.__new__
 
 
 ProducerState = Lifecycle
@@ -103,6 +90,7 @@ class Producer:
     # once in __init__ so that a delivery costs no extra call
     _delivered: Callable[[DeliveryHandle], None]
     _failed: Callable[[DeliveryHandle, Any], KafkaClientError]
+    _poll: Callable[[float], Any]  # serves callbacks while a handle waits (ClientSlot.serve)
 
     def __init__(
         self,
@@ -143,40 +131,23 @@ class Producer:
             None if telemetry is False else (telemetry or Telemetry.default())
         )
         base = profile.render(transactional_id)  # refuses a prefix-only exactly_once profile
-        self._router = PartitionRouter(
+        router = PartitionRouter(
             partitioner or profile.partitioner,
             base,
             metadata_max_age=partition_refresh_s,
             metadata_timeout=metadata_timeout_s,
         )
-        self._config: dict[str, Any] = {**base, **self._router.producer_config()}
-        self._native = self._router.native
+        self._config: dict[str, Any] = {**base, **router.producer_config()}
         self._transactional = profile.guarantee is Guarantee.EXACTLY_ONCE
-        self._factory = client_factory
-        self._client: ProducerClient | None = None
-        self._state = ProducerState.NEW
-        self._lock = threading.Lock()
-        """Guards the client's creation and the failures list (callbacks run on any thread)."""
         self._known_topics: set[str] = set()
         """Topics whose lookup succeeded: only these take the fast path (no lookup needed)."""
-        self._errors = ClientErrors(transactional=self._transactional)
+        errors = ClientErrors(transactional=self._transactional)
         self._hot = HotPath(self._known_topics, on_delivery)  # on_delivery: called per record
-        self._observed = False
-        """Whether an OpenTelemetry SDK records (re-checked at creation, poll and flush)."""
-        self._ledger = DeliveryLedger(
-            self._hot,
-            router=self._router,
-            telemetry=self._telemetry,
-            transactional=self._transactional,
-            lock=self._lock,
-        )
-        self._delivered = self._ledger.on_delivered
-        self._failed = self._ledger.on_failed
         path = RecordPath(
             key_ser,
             value_ser,
-            router=self._router,
-            errors=self._errors,
+            router=router,
+            errors=errors,
             known_topics=self._known_topics,
             check_topics=check_topics,
             metadata_timeout_s=metadata_timeout_s,
@@ -188,16 +159,36 @@ class Producer:
         # the bound method itself, not a delegating method: no extra call per record
         self._produce = path.produce
         """The general path of a record (:meth:`RecordPath.produce`) under the fast path."""
-        self._fast = path.raw and self._native
+        self._fast = path.raw and router.native
         """Bytes in and librdkafka places: a record to a known topic goes straight to it."""
+        self._slot = slot = ClientSlot(
+            client_factory,
+            self._config,
+            errors=errors,
+            router=router,
+            hot=self._hot,
+            known_topics=self._known_topics,
+            telemetry=self._telemetry,
+            transactional=self._transactional,
+            fast=self._fast and self._handle_type is DeliveryHandle,
+        )
+        """The client, its lifecycle and what its callbacks report (errors, deliveries)."""
+        self._ledger = slot.ledger
+        self._delivered = self._ledger.on_delivered
+        self._failed = self._ledger.on_failed
+        self._poll = slot.serve
         self._output = TransactionalOutput(self)
         """The transactional calls and a transaction's outputs (one per producer)."""
+        sender = Sender(self, slot, path, self._telemetry, self._output)
+        self._send_general = sender.send
+        """``send()`` for a record its fast path does not take (:meth:`Sender.send`)."""
+        self._send_observed = sender.send_observed
 
     # ------------------------------------------------------------------ lifecycle
     @property
     def state(self) -> ProducerState:
         """Where the producer is in its lifecycle."""
-        return self._state
+        return self._slot.state
 
     @property
     def config(self) -> dict[str, Any]:
@@ -220,6 +211,11 @@ class Producer:
         """Records that failed delivery so far."""
         return self._ledger.failed
 
+    @property
+    def _client(self) -> ProducerClient | None:
+        """The client, or None before the first use and after close (the slot's)."""
+        return self._slot.client
+
     def __enter__(self) -> Producer:
         return self
 
@@ -235,56 +231,6 @@ class Producer:
         with suppress(SdkError):  # an error is propagating: deliver what we can, don't mask it
             self.close()
 
-    def _check_telemetry(self) -> None:
-        """Re-check telemetry, and with it whether ``send()``'s fast path may be taken.
-
-        One field (``_hot.produce``: the client's ``produce``, or None) answers "open, bytes
-        in, librdkafka places, plain handles, nothing observed" for each record instead of four
-        tests.
-        """
-        # an SDK installed after the Producer was made starts recording at the next check
-        tel = self._telemetry
-        self._observed = tel is not None and (tel.tracing_enabled() or tel.metrics_enabled())
-        client = self._client
-        hot = (
-            self._state is ProducerState.OPEN
-            and self._fast
-            and not self._observed
-            and self._handle_type is DeliveryHandle
-        )
-        self._hot.produce = positional_produce(client) if hot and client is not None else None
-
-    def _ensure_client(self) -> ProducerClient:
-        client = self._client
-        if client is not None and self._state is ProducerState.OPEN:
-            return client
-        if self._state is ProducerState.CLOSED:
-            raise ClosedError("this Producer is closed; create a new one")
-        with self._lock:
-            client = self._client
-            if client is None:
-                client = self._client = self._errors.create_client(self._factory, self._config)
-                self._router.attach(client)
-                self._state = ProducerState.OPEN
-                self._check_telemetry()
-        return client
-
-    def _drop_client(self) -> ProducerClient | None:
-        """Forget the client without flushing (its transactional side makes a new epoch).
-
-        Returns:
-            The dropped client (the caller purges or abandons it), or None.
-        """
-        with self._lock:
-            client, self._client = self._client, None
-            self._hot.produce = None  # send()'s fast path must not reach the dropped client
-            self._ledger.failures = []
-        self._router.attach(None)  # re-attached to the next client when it is made
-        self._errors.clear()
-        if self._state is ProducerState.OPEN:
-            self._state = ProducerState.NEW
-        return client
-
     def close(self, timeout: float | None = 30.0) -> None:
         """Deliver what is queued, then release the client. Idempotent.
 
@@ -295,16 +241,7 @@ class Producer:
             KafkaTimeoutError: Records were still undelivered after ``timeout``.
             DeliveryError: Records failed since the last ``flush()`` (``.failures``).
         """
-        if self._state is ProducerState.CLOSED:
-            return
-        try:
-            if self._client is not None:
-                self.flush(timeout)
-        finally:
-            self._state = ProducerState.CLOSED
-            self._hot.produce = None
-            self._client = None
-            self._router.attach(None)  # the router held the client too: free it now
+        self._slot.close(timeout)
 
     # ------------------------------------------------------------------ sending
     def send(
@@ -350,7 +287,7 @@ class Producer:
             and (key is None or type(key) is bytes)
             and topic in hot.known
         ):
-            # straight to librdkafka (_enqueue_each inlines the same test without the
+            # straight to librdkafka (_batch.enqueue_each inlines the same test without the
             # partition check: keep the two in step), with a handle made without __init__,
             # its record built only if asked for
             handle = new_handle(DeliveryHandle, self, topic, value, key)
@@ -360,44 +297,6 @@ class Producer:
             except Exception:  # full queue, refusal: the general path retries / translates
                 return self._send_general(topic, value, key, None, None, None, handle)
         return self._send_general(topic, value, key, headers, partition, timestamp_ms, None)
-
-    def _send_general(
-        self,
-        topic: str | ProducerRecord,
-        value: Any,
-        key: Any,
-        headers: Headers | Mapping[str, bytes | str | None] | None,
-        partition: int | None,
-        timestamp_ms: int | None,
-        handle: DeliveryHandle | None,
-    ) -> DeliveryHandle:
-        """``send()`` for every record its fast path does not take (or could not queue)."""
-        if type(topic) is str:
-            if headers is not None and isinstance(headers, Mapping):
-                headers = list(headers.items())
-            # tuple.__new__ skips the named tuple's Python-level __new__ and its frame
-            record = _new_record(
-                ProducerRecord, (topic, value, key, headers, partition, timestamp_ms)
-            )
-        elif isinstance(topic, ProducerRecord):
-            record = topic
-        else:
-            raise ConfigurationError(
-                f"send: topic must be a str or a ProducerRecord, got {type(topic).__name__}",
-                field="topic",
-            )
-        client = self._client
-        if client is None or self._state is not ProducerState.OPEN:
-            client = self._ensure_client()
-        if self._observed:
-            return self._send_observed(client, record)
-        if handle is None:  # a record send()'s fast path did not take (or asyncio's handle)
-            handle = self._handle_type(record, self)
-        else:  # send()'s fast path made it, and librdkafka refused it there
-            handle._record = record
-        # RecordPath.produce's common case is the same straight call to librdkafka
-        self._produce(client, record, handle)
-        return handle
 
     def send_and_wait(
         self,
@@ -444,8 +343,7 @@ class Producer:
             KafkaClientError: The lookup failed otherwise.
         """
         if record.topic not in self._known_topics:
-            client = self._client if self._state is ProducerState.OPEN else self._ensure_client()
-            self._path.check_topic(client, record)
+            self._path.check_topic(self._slot.ensure(), record)
 
     def poll(self, timeout: float = 0.0) -> int:
         """Serve delivery callbacks.
@@ -455,13 +353,11 @@ class Producer:
 
         Returns:
             The number of events served.
+
+        Raises:
+            KafkaClientError: A fatal client error.
         """
-        self._check_telemetry()
-        client = self._ensure_client()
-        with translating("poll"):  # a fatal error raises from poll() (sdk._client)
-            served = int(client.poll(timeout))
-        self._errors.raise_fatal()
-        return served
+        return self._slot.poll(timeout)
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until every queued record is acknowledged or failed.
@@ -475,21 +371,7 @@ class Producer:
             DeliveryError: Records failed since the last ``flush()``; ``.failures`` lists each
                 error with its record. The list is reset once reported.
         """
-        client = self._ensure_client()
-        self._check_telemetry()
-        with translating("flush"):
-            remaining = int(client.flush(-1 if timeout is None else timeout))
-        if self._errors.fatal is not None and not self._ledger.failures:
-            raise self._errors.fatal  # a delivery failure, if any, tells more than the fatal
-        if not self._native:
-            for topic in list(self._known_topics):
-                self._router.on_batch_sent(topic)
-        if remaining:
-            raise KafkaTimeoutError(
-                f"flush: {remaining} record(s) still queued after {timeout}s; they stay queued "
-                "and may yet be delivered"
-            )
-        self._ledger.raise_failures()
+        self._slot.flush(timeout)
 
     def send_many(self, records: Iterable[ProducerRecord]) -> list[DeliveryHandle]:
         """Queue many records with the least per-record overhead (the throughput path).
@@ -531,32 +413,6 @@ class Producer:
         """
         return enqueue_each(self, records, None)
 
-    def _send_observed(self, client: ProducerClient, record: ProducerRecord) -> DeliveryHandle:
-        """``send`` with a ``send <topic>`` span, trace headers and delivery metrics."""
-        tel = self._telemetry
-        assert tel is not None
-        handle = TimedHandle(record, self)
-        with tel.send_span(record.topic, record.partition, record.key):
-            traced = record._replace(headers=tel.inject(record.headers))
-            handle._t0 = time.perf_counter()
-            try:
-                self._produce(client, traced, handle)
-            except SdkError as exc:
-                exc.record = record  # type: ignore[attr-defined]  # the caller's own record
-                raise
-        span = self._output.span
-        if span is not None:
-            span.add()
-        return handle
-
-    def _poll(self, timeout: float) -> Any:
-        """Serve callbacks (``DeliveryHandle.result`` waits with it); translated errors."""
-        client = self._client
-        if client is None:
-            return 0
-        with translating("poll"):
-            return client.poll(timeout)
-
     # ------------------------------------------------------------------ transactions
     def transactional_output(
         self, *, stats: TransactionStats, telemetry: Telemetry | None
@@ -564,8 +420,7 @@ class Producer:
         """This producer's transactional side, reporting to ``stats`` and ``telemetry``.
 
         The one interface the transactional session (:mod:`sdk.core.session`) drives the
-        producer by: the transactional calls, a transaction's outputs and the state of the open
-        transaction. The transaction methods below are its steps, one call each.
+        producer by; the transaction methods below are its steps, one call each.
 
         Args:
             stats: Where retries and stalled calls are counted.
@@ -577,15 +432,6 @@ class Producer:
         output = self._output
         output.stats, output.telemetry = stats, telemetry
         return output
-
-    def _transactions(self) -> TransactionalOutput:
-        if not self._transactional:
-            raise ConfigurationError(
-                "transactions need an exactly_once profile (this one is "
-                f"{self.profile.guarantee.value})",
-                field="guarantee",
-            )
-        return self._output
 
     def init_transactions(self, timeout: float = 60.0) -> None:
         """Register the transactional id with the coordinator (fences older instances).
@@ -599,7 +445,7 @@ class Producer:
             ConfigurationError: The profile is not exactly_once.
             TransactionError: The coordinator refused (subclass says why).
         """
-        self._transactions().start(timeout)
+        self._output.checked().start(timeout)
 
     def begin_transaction(self) -> None:
         """Start a transaction (initializing transactions first if needed).
@@ -607,7 +453,7 @@ class Producer:
         Raises:
             TransactionError: librdkafka refused (e.g. one is already open).
         """
-        output = self._transactions()
+        output = self._output.checked()
         if output.open:
             raise TransactionError("begin_transaction: a transaction is already open")
         output.begin()
@@ -626,7 +472,7 @@ class Producer:
             TransactionAbortableError: Abort and rewind (e.g. the member was fenced).
             TransactionError: Other refusals.
         """
-        self._transactions().send_offsets(offsets, group_metadata, timeout)
+        self._output.checked().send_offsets(offsets, group_metadata, timeout)
 
     def commit_transaction(self, timeout: float = 60.0) -> None:
         """Flush and commit the open transaction.
@@ -637,7 +483,7 @@ class Producer:
                 (a new ``init_transactions`` resolves it; see docs/processor.md).
             ProducerFencedError: Another instance owns the transactional id.
         """
-        output = self._transactions()
+        output = self._output.checked()
         try:
             output.commit(timeout)
         except SdkError as exc:
@@ -650,10 +496,9 @@ class Producer:
         Raises:
             TransactionError: The abort failed (subclass says why).
         """
-        self._transactions().abort(timeout=timeout)
+        self._output.checked().abort(timeout=timeout)
 
-    @contextmanager
-    def transaction(self, timeout: float = 60.0) -> Iterator[Self]:
+    def transaction(self, timeout: float = 60.0) -> AbstractContextManager[Self]:
         """Run the block in one transaction: commit if it succeeds, abort if it raises.
 
         Example::
@@ -666,11 +511,4 @@ class Producer:
             TransactionError: Begin, commit or abort failed (the block's own exception wins
                 when both happen).
         """
-        self.begin_transaction()
-        try:
-            yield self
-        except BaseException:
-            with suppress(SdkError):
-                self.abort_transaction(timeout)
-            raise
-        self.commit_transaction(timeout)
+        return transaction_block(self, timeout)

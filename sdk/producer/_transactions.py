@@ -17,14 +17,21 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
-from contextlib import suppress
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sdk._client import ProducerClient, call_kafka, positional_produce, timeout_error, translating
 from sdk.core.lifecycle import Lifecycle
 from sdk.core.records import OutputRecord, TransactionStats
-from sdk.errors import DeliveryError, KafkaClientError, TransactionAbortableError, from_kafka_error
+from sdk.errors import (
+    ConfigurationError,
+    DeliveryError,
+    KafkaClientError,
+    SdkError,
+    TransactionAbortableError,
+    from_kafka_error,
+)
 from sdk.observability import Outcome, Telemetry, TransactionSpan
 from sdk.producer._emitter import Emitter
 from sdk.producer._records import ProducerRecord
@@ -32,9 +39,10 @@ from sdk.producer._records import ProducerRecord
 if TYPE_CHECKING:
     from sdk.producer._producer import Producer
 
-__all__ = ["STALL_GRACE_S", "CallStuckError", "TransactionalOutput", "bounded"]
+__all__ = ["STALL_GRACE_S", "CallStuckError", "TransactionalOutput", "bounded", "transaction_block"]
 
 T = TypeVar("T")
+P = TypeVar("P", bound="Producer")
 
 _new_record = tuple.__new__
 
@@ -91,7 +99,8 @@ class TransactionalOutput:
 
     Args:
         producer: The Producer it belongs to; it uses the Producer's client slot
-            (``_ensure_client``, ``_drop_client``), its record path and delivery ledger.
+            (:class:`~sdk.producer._client_slot.ClientSlot`), its send paths and delivery
+            ledger.
 
     Attributes:
         stats: Where retries and stalled calls are counted (the session's counters once a
@@ -108,6 +117,7 @@ class TransactionalOutput:
 
     def __init__(self, producer: Producer) -> None:
         self._producer = producer
+        self._slot = producer._slot
         self.stats = TransactionStats()
         self.telemetry: Telemetry | None = producer._telemetry
         profile = producer.profile
@@ -147,7 +157,21 @@ class TransactionalOutput:
             ClosedError: The Producer is closed.
             ConfigurationError: librdkafka refused the configuration.
         """
-        return self._producer._ensure_client()
+        return self._slot.ensure()
+
+    def checked(self) -> TransactionalOutput:
+        """This output, for a public transaction method of the Producer.
+
+        Raises:
+            ConfigurationError: The profile is not exactly_once.
+        """
+        if not self.transactional:
+            raise ConfigurationError(
+                "transactions need an exactly_once profile (this one is "
+                f"{self._producer.profile.guarantee.value})",
+                field="guarantee",
+            )
+        return self
 
     def start(self, timeout: float | None = None) -> None:
         """Create the client and run ``init_transactions()`` (fences older epochs).
@@ -180,7 +204,9 @@ class TransactionalOutput:
             self.span = self.telemetry.start_transaction(self.transactional_id)
 
     def send_offsets(self, offsets: Sequence[Any], group_metadata: Any, timeout: float) -> None:
-        """Commit step 1: the input positions join the open transaction, bounded (#5456).
+        """Commit step 1: the input positions join the open transaction, bounded.
+
+        Bounded because librdkafka can ignore the call's timeout (see :func:`bounded`).
 
         Raises:
             AmbiguousTransactionError: The call did not return within its bound; the client
@@ -296,7 +322,7 @@ class TransactionalOutput:
         """
         self.end_span(outcome, cause)
         ledger = self._producer._ledger
-        client = self._producer._drop_client()
+        client = self._slot.drop()
         if client is not None and self.stuck:
             _ABANDONED.append(client)  # a call is still blocked in it: never destroy
         elif client is not None:
@@ -346,11 +372,11 @@ class TransactionalOutput:
             key = key.encode()
         headers = None if out.headers is None else list(out.headers)
         record = _new_record(ProducerRecord, (out.topic, value, key, headers, out.partition, None))
-        producer = self._producer
-        client = producer._client
-        if client is None or producer._state is not Lifecycle.OPEN:
-            client = producer._ensure_client()
-        if producer._observed:
+        producer, slot = self._producer, self._slot
+        client = slot.client
+        if client is None or slot.state is not Lifecycle.OPEN:
+            client = slot.ensure()
+        if slot.observed:
             producer._send_observed(client, record)  # counts on the open span itself
         else:
             producer._produce(client, record, producer._ledger.on_batch_delivery)
@@ -380,7 +406,7 @@ class TransactionalOutput:
         """
         enqueue, span = self._enqueue, self.span
         producer = self._producer
-        if producer._observed or not producer._fast:
+        if self._slot.observed or not producer._fast:
             return lambda out: enqueue(out, span)
         client = self.client()
         callback = None if self.transactional else producer._ledger.on_batch_delivery
@@ -396,7 +422,25 @@ class TransactionalOutput:
         Raises:
             KafkaClientError: A fatal client error (fenced: ProducerFencedError).
         """
-        client = self._producer._client
+        client = self._slot.client
         if client is not None:
             with translating(context, abortable=self.open):
                 client.poll(0)
+
+
+@contextmanager
+def transaction_block(producer: P, timeout_s: float) -> Iterator[P]:
+    """``Producer.transaction()``: commit if the block succeeds, abort if it raises.
+
+    Raises:
+        TransactionError: Begin, commit or abort failed (the block's own exception wins when
+            both happen).
+    """
+    producer.begin_transaction()
+    try:
+        yield producer
+    except BaseException:
+        with suppress(SdkError):
+            producer.abort_transaction(timeout_s)
+        raise
+    producer.commit_transaction(timeout_s)

@@ -389,7 +389,7 @@ def test_each_output_is_counted_once_on_its_transaction(
     )
     assert proc._tel.tracing_enabled() is False  # the hot loop runs
     drive(proc)
-    assert proc._producer._observed is metrics  # metrics only: the observed send path
+    assert proc._producer._slot.observed is metrics  # metrics only: the observed send path
     assert ended == [(5, 5), (5, 5)]
 
 
