@@ -36,6 +36,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, TypeVar
 
+from sdk._deprecation import renamed, renamed_default
 from sdk.errors import (
     ClosedError,
     ConfigurationError,
@@ -156,22 +157,28 @@ class AsyncProducer:
         else:
             await self._off_loop(self._slot.ensure)
 
-    async def close(self, timeout: float = 30.0) -> None:
+    async def close(self, timeout_s: float = 30.0, *, timeout: float | None = None) -> None:
         """Deliver what is queued, stop the poller, release the client.
 
-        Records still queued after ``timeout`` are purged: their futures fail (nothing is
+        Records still queued after ``timeout_s`` are purged: their futures fail (nothing is
         left pending forever), and the timeout is raised.
 
+        Args:
+            timeout_s: Seconds to wait for outstanding deliveries.
+            timeout: Deprecated name of ``timeout_s``.
+
         Raises:
-            KafkaTimeoutError: Records were still undelivered after ``timeout``.
+            KafkaTimeoutError: Records were still undelivered after ``timeout_s``.
             DeliveryError: Records failed since the last flush.
         """
+        where = "AsyncProducer.close"
+        timeout_s = renamed_default(where, "timeout", timeout, "timeout_s", timeout_s)
         if self._closed:
             return
         try:
             if self._slot.client is not None:
                 try:
-                    await self.flush(timeout)
+                    await self.flush(timeout_s)
                 except KafkaTimeoutError:
                     self._purge()
                     raise
@@ -315,25 +322,31 @@ class AsyncProducer:
                 raise result
         return [r for r in results if isinstance(r, RecordMetadata)]
 
-    async def flush(self, timeout: float | None = None) -> None:
+    async def flush(self, timeout_s: float | None = None, *, timeout: float | None = None) -> None:
         """Wait, without blocking the loop, until every queued record is acknowledged or failed.
 
         Delivery reports are served on the loop meanwhile (``poll(0)`` every 2 ms), so each
         future resolves on the loop thread.
 
+        Args:
+            timeout_s: Seconds to wait; None waits until nothing is queued.
+            timeout: Deprecated name of ``timeout_s``.
+
         Raises:
-            KafkaTimeoutError: Records were still queued after ``timeout``.
+            KafkaTimeoutError: Records were still queued after ``timeout_s``.
             DeliveryError: Records failed since the last flush (``.failures``).
+            ConfigurationError: Both ``timeout_s`` and ``timeout`` were given.
         """
+        timeout_s = renamed("AsyncProducer.flush", "timeout", timeout, "timeout_s", timeout_s)
         self._bind()
         client = self._slot.client
         if client is None:
             return
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while len(client) > 0:
             if deadline is not None and time.monotonic() >= deadline:
                 raise KafkaTimeoutError(
-                    f"flush: {len(client)} record(s) still queued after {timeout}s; they stay "
+                    f"flush: {len(client)} record(s) still queued after {timeout_s}s; they stay "
                     "queued and may yet be delivered"
                 )
             self._sync.poll(0)
@@ -346,33 +359,62 @@ class AsyncProducer:
         """Begin a transaction (exactly_once; local, does not block)."""
         self._sync.begin_transaction()
 
-    async def commit_transaction(self, timeout: float = 60.0) -> None:
-        """Flush and commit the open transaction off the loop (errors as the sync Producer)."""
-        await self._off_loop(self._sync.commit_transaction, timeout)
+    async def commit_transaction(
+        self, timeout_s: float = 60.0, *, timeout: float | None = None
+    ) -> None:
+        """Flush and commit the open transaction off the loop (errors as the sync Producer).
 
-    async def abort_transaction(self, timeout: float = 60.0) -> None:
-        """Abort the open transaction off the loop."""
-        await self._off_loop(self._sync.abort_transaction, timeout)
+        Args:
+            timeout_s: Seconds to wait.
+            timeout: Deprecated name of ``timeout_s``.
+        """
+        where = "AsyncProducer.commit_transaction"
+        timeout_s = renamed_default(where, "timeout", timeout, "timeout_s", timeout_s)
+        await self._off_loop(self._sync.commit_transaction, timeout_s)
 
-    @contextlib.asynccontextmanager
-    async def transaction(self, timeout: float = 60.0) -> AsyncIterator[AsyncProducer]:
+    async def abort_transaction(
+        self, timeout_s: float = 60.0, *, timeout: float | None = None
+    ) -> None:
+        """Abort the open transaction off the loop.
+
+        Args:
+            timeout_s: Seconds to wait.
+            timeout: Deprecated name of ``timeout_s``.
+        """
+        where = "AsyncProducer.abort_transaction"
+        timeout_s = renamed_default(where, "timeout", timeout, "timeout_s", timeout_s)
+        await self._off_loop(self._sync.abort_transaction, timeout_s)
+
+    def transaction(
+        self, timeout_s: float = 60.0, *, timeout: float | None = None
+    ) -> contextlib.AbstractAsyncContextManager[AsyncProducer]:
         """Run the block in one transaction: commit if it succeeds, abort if it raises.
 
         A cancellation inside the block aborts the transaction (shielded from the
         cancellation) before it propagates: no transaction is left open.
 
+        Args:
+            timeout_s: Seconds the commit (or the abort) may take.
+            timeout: Deprecated name of ``timeout_s``.
+
         Raises:
             TransactionError: Begin, commit or abort failed (the block's own exception wins
                 when both happen).
         """
+        where = "AsyncProducer.transaction"
+        timeout_s = renamed_default(where, "timeout", timeout, "timeout_s", timeout_s)
+        return self._transaction(timeout_s)
+
+    @contextlib.asynccontextmanager
+    async def _transaction(self, timeout_s: float) -> AsyncIterator[AsyncProducer]:
         self.begin_transaction()
         try:
             yield self
         except BaseException:
             with contextlib.suppress(SdkError, asyncio.CancelledError):
-                await asyncio.shield(self.abort_transaction(timeout))
+                await asyncio.shield(self.abort_transaction(timeout_s))
             raise
-        await self.commit_transaction(timeout)
+        await self.commit_transaction(timeout_s)
 
     # ------------------------------------------------------------------ internals
     def _bind(self) -> asyncio.AbstractEventLoop:

@@ -124,7 +124,7 @@ class DeadLetterSink:
         if self._producer is None:
             self._producer = Producer(self._profile)
         record = ProducerRecord(self.topic, out.value, out.key, out.headers)
-        self._producer.send_and_wait(record, timeout=self._timeout)
+        self._producer.send_and_wait(record, timeout_s=self._timeout)
 
     def close(self) -> None:
         """Flush and release the producer (if one was created).

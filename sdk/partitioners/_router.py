@@ -4,7 +4,7 @@ For a strategy librdkafka has (``native_name`` set), :meth:`PartitionRouter.prod
 returns ``{"partitioner": ...}`` and :meth:`PartitionRouter.route` returns None: librdkafka
 places the record and no Python runs. For a Python strategy, ``route`` returns the partition
 the producer passes to ``produce(partition=...)``, computed against a per-topic cached
-partition count that is refreshed every ``metadata_max_age`` seconds and after
+partition count that is refreshed every ``metadata_max_age_s`` seconds and after
 :meth:`PartitionRouter.invalidate` - so partitions added at runtime are used without a restart.
 
 Attach the producer (:meth:`PartitionRouter.attach`) so the refresh goes through *its*
@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sdk._client import translating
+from sdk._deprecation import renamed_default
 from sdk.errors import ConfigurationError, SdkError, UnknownTopicError, from_kafka_error
 from sdk.partitioners._protocol import BatchAware, Partitioner, TopicPartitioner
 from sdk.partitioners._registry import resolve_partitioner
@@ -46,9 +47,11 @@ class PartitionRouter:
             used for an own ``AdminClient``, created lazily, until a client is attached.
         metadata_client: Anything with confluent-kafka's ``list_topics(topic=, timeout=)``,
             preferably the producer itself (see :meth:`attach`).
-        metadata_max_age: Seconds a cached partition count is trusted (librdkafka's
+        metadata_max_age_s: Seconds a cached partition count is trusted (librdkafka's
             ``topic.metadata.refresh.interval.ms`` is 300 s; the default here is 30 s).
-        metadata_timeout: Seconds one metadata request may take.
+        metadata_timeout_s: Seconds one metadata request may take.
+        metadata_max_age: Deprecated name of ``metadata_max_age_s``.
+        metadata_timeout: Deprecated name of ``metadata_timeout_s``.
 
     Raises:
         ConfigurationError: Unknown partitioner name or non-positive intervals.
@@ -60,20 +63,36 @@ class PartitionRouter:
         config: Mapping[str, Any],
         *,
         metadata_client: Any = None,
-        metadata_max_age: float = 30.0,
-        metadata_timeout: float = 10.0,
+        metadata_max_age_s: float = 30.0,
+        metadata_timeout_s: float = 10.0,
+        metadata_max_age: float | None = None,
+        metadata_timeout: float | None = None,
     ) -> None:
-        if metadata_max_age <= 0 or metadata_timeout <= 0:
+        max_age_s = renamed_default(
+            "PartitionRouter",
+            "metadata_max_age",
+            metadata_max_age,
+            "metadata_max_age_s",
+            metadata_max_age_s,
+        )
+        timeout_s = renamed_default(
+            "PartitionRouter",
+            "metadata_timeout",
+            metadata_timeout,
+            "metadata_timeout_s",
+            metadata_timeout_s,
+        )
+        if max_age_s <= 0 or timeout_s <= 0:
             raise ConfigurationError(
-                "metadata_max_age and metadata_timeout must be > 0", field="metadata_max_age"
+                "metadata_max_age_s and metadata_timeout_s must be > 0", field="metadata_max_age_s"
             )
         self.partitioner: Partitioner = resolve_partitioner(partitioner)
         self.native: bool = self.partitioner.native_name is not None
         """True when librdkafka places records itself (``route`` returns None)."""
         self._config = dict(config)
         self._client = metadata_client
-        self._max_age = metadata_max_age
-        self._timeout = metadata_timeout
+        self._max_age = max_age_s
+        self._timeout = timeout_s
         self._topics: dict[str, _TopicState] = {}
         self.refreshes = 0
         """Metadata requests made so far (for metrics and tests)."""

@@ -13,10 +13,11 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, suppress
-from types import TracebackType
+from types import EllipsisType, TracebackType
 from typing import Any, Literal, Self
 
 from sdk._client import ProducerClient
+from sdk._deprecation import renamed, renamed_default, warn_renamed
 from sdk.core.lifecycle import Lifecycle
 from sdk.core.records import TransactionStats
 from sdk.errors import ConfigurationError, KafkaClientError, SdkError, TransactionError
@@ -52,7 +53,7 @@ class Producer:
 
         with Producer(profile, value_serializer="json") as producer:
             handle = producer.send("orders", {"id": 1}, key="1")
-            print(handle.result(timeout=10))   # RecordMetadata(topic=..., partition=..., ...)
+            print(handle.result(timeout_s=10))   # RecordMetadata(topic=..., partition=..., ...)
 
     Args:
         profile: The producer profile (guarantee and settings).
@@ -134,8 +135,8 @@ class Producer:
         router = PartitionRouter(
             partitioner or profile.partitioner,
             base,
-            metadata_max_age=partition_refresh_s,
-            metadata_timeout=metadata_timeout_s,
+            metadata_max_age_s=partition_refresh_s,
+            metadata_timeout_s=metadata_timeout_s,
         )
         self._config: dict[str, Any] = {**base, **router.producer_config()}
         self._transactional = profile.guarantee is Guarantee.EXACTLY_ONCE
@@ -231,17 +232,24 @@ class Producer:
         with suppress(SdkError):  # an error is propagating: deliver what we can, don't mask it
             self.close()
 
-    def close(self, timeout: float | None = 30.0) -> None:
+    def close(
+        self, timeout_s: float | None = 30.0, *, timeout: float | EllipsisType | None = ...
+    ) -> None:
         """Deliver what is queued, then release the client. Idempotent.
 
         Args:
-            timeout: Seconds to wait for outstanding deliveries.
+            timeout_s: Seconds to wait for outstanding deliveries (None: as long as the
+                delivery timeout allows).
+            timeout: Deprecated name of ``timeout_s``.
 
         Raises:
-            KafkaTimeoutError: Records were still undelivered after ``timeout``.
+            KafkaTimeoutError: Records were still undelivered after ``timeout_s``.
             DeliveryError: Records failed since the last ``flush()`` (``.failures``).
         """
-        self._slot.close(timeout)
+        if not isinstance(timeout, EllipsisType):  # None is a value here: wait unbounded
+            warn_renamed("Producer.close", "timeout", "timeout_s")
+            timeout_s = timeout
+        self._slot.close(timeout_s)
 
     # ------------------------------------------------------------------ sending
     def send(
@@ -306,6 +314,7 @@ class Producer:
         key: Any = None,
         headers: Headers | Mapping[str, bytes | str | None] | None = None,
         partition: int | None = None,
+        timeout_s: float | None = None,
         timeout: float | None = None,
     ) -> RecordMetadata:
         """Send one record and wait for its acknowledgement.
@@ -316,17 +325,20 @@ class Producer:
             key: The key.
             headers: Record headers.
             partition: An explicit partition.
-            timeout: Seconds to wait (None: until the delivery timeout decides).
+            timeout_s: Seconds to wait (None: until the delivery timeout decides).
+            timeout: Deprecated name of ``timeout_s``.
 
         Returns:
             Where the record landed.
 
         Raises:
             KafkaClientError: The record failed (``.record`` holds it); see :meth:`send`.
+            ConfigurationError: Both ``timeout_s`` and ``timeout`` were given.
         """
+        timeout_s = renamed("Producer.send_and_wait", "timeout", timeout, "timeout_s", timeout_s)
         handle = self.send(topic, value, key=key, headers=headers, partition=partition)
         try:
-            return handle.result(timeout)
+            return handle.result(timeout_s)
         finally:
             if handle.exception() is not None:
                 # reported here; don't report it a second time at flush()
@@ -345,11 +357,12 @@ class Producer:
         if record.topic not in self._known_topics:
             self._path.check_topic(self._slot.ensure(), record)
 
-    def poll(self, timeout: float = 0.0) -> int:
+    def poll(self, timeout_s: float = 0.0, *, timeout: float | None = None) -> int:
         """Serve delivery callbacks.
 
         Args:
-            timeout: Seconds to wait for at least one event.
+            timeout_s: Seconds to wait for at least one event.
+            timeout: Deprecated name of ``timeout_s``.
 
         Returns:
             The number of events served.
@@ -357,21 +370,24 @@ class Producer:
         Raises:
             KafkaClientError: A fatal client error.
         """
-        return self._slot.poll(timeout)
+        timeout_s = renamed_default("Producer.poll", "timeout", timeout, "timeout_s", timeout_s)
+        return self._slot.poll(timeout_s)
 
-    def flush(self, timeout: float | None = None) -> None:
+    def flush(self, timeout_s: float | None = None, *, timeout: float | None = None) -> None:
         """Wait until every queued record is acknowledged or failed.
 
         Args:
-            timeout: Seconds to wait; None waits as long as the delivery timeout allows.
+            timeout_s: Seconds to wait; None waits as long as the delivery timeout allows.
+            timeout: Deprecated name of ``timeout_s``.
 
         Raises:
-            KafkaTimeoutError: Records were still queued after ``timeout`` (nothing is lost:
+            KafkaTimeoutError: Records were still queued after ``timeout_s`` (nothing is lost:
                 they stay queued and their handles are still pending).
             DeliveryError: Records failed since the last ``flush()``; ``.failures`` lists each
                 error with its record. The list is reset once reported.
+            ConfigurationError: Both ``timeout_s`` and ``timeout`` were given.
         """
-        self._slot.flush(timeout)
+        self._slot.flush(renamed("Producer.flush", "timeout", timeout, "timeout_s", timeout_s))
 
     def send_many(self, records: Iterable[ProducerRecord]) -> list[DeliveryHandle]:
         """Queue many records with the least per-record overhead (the throughput path).
@@ -433,19 +449,22 @@ class Producer:
         output.stats, output.telemetry = stats, telemetry
         return output
 
-    def init_transactions(self, timeout: float = 60.0) -> None:
+    def init_transactions(self, timeout_s: float = 60.0, *, timeout: float | None = None) -> None:
         """Register the transactional id with the coordinator (fences older instances).
 
         Called automatically by the first :meth:`begin_transaction`.
 
         Args:
-            timeout: Seconds to wait.
+            timeout_s: Seconds to wait.
+            timeout: Deprecated name of ``timeout_s``.
 
         Raises:
             ConfigurationError: The profile is not exactly_once.
             TransactionError: The coordinator refused (subclass says why).
         """
-        self._output.checked().start(timeout)
+        where = "Producer.init_transactions"
+        timeout_s = renamed_default(where, "timeout", timeout, "timeout_s", timeout_s)
+        self._output.checked().start(timeout_s)
 
     def begin_transaction(self) -> None:
         """Start a transaction (initializing transactions first if needed).
@@ -459,23 +478,35 @@ class Producer:
         output.begin()
 
     def send_offsets_to_transaction(
-        self, offsets: Sequence[Any], group_metadata: Any, timeout: float = 30.0
+        self,
+        offsets: Sequence[Any],
+        group_metadata: Any,
+        timeout_s: float = 30.0,
+        *,
+        timeout: float | None = None,
     ) -> None:
         """Commit consumer offsets as part of the open transaction (KIP-447 fencing).
 
         Args:
             offsets: ``TopicPartition`` objects holding the *next* offset to read.
             group_metadata: ``consumer.consumer_group_metadata()`` of the consuming member.
-            timeout: Seconds to wait.
+            timeout_s: Seconds to wait.
+            timeout: Deprecated name of ``timeout_s``.
 
         Raises:
             TransactionAbortableError: Abort and rewind (e.g. the member was fenced).
             TransactionError: Other refusals.
         """
-        self._output.checked().send_offsets(offsets, group_metadata, timeout)
+        where = "Producer.send_offsets_to_transaction"
+        timeout_s = renamed_default(where, "timeout", timeout, "timeout_s", timeout_s)
+        self._output.checked().send_offsets(offsets, group_metadata, timeout_s)
 
-    def commit_transaction(self, timeout: float = 60.0) -> None:
+    def commit_transaction(self, timeout_s: float = 60.0, *, timeout: float | None = None) -> None:
         """Flush and commit the open transaction.
+
+        Args:
+            timeout_s: Seconds to wait.
+            timeout: Deprecated name of ``timeout_s``.
 
         Raises:
             TransactionAbortableError: The transaction must be aborted.
@@ -483,22 +514,32 @@ class Producer:
                 (a new ``init_transactions`` resolves it; see docs/processor.md).
             ProducerFencedError: Another instance owns the transactional id.
         """
+        where = "Producer.commit_transaction"
+        timeout_s = renamed_default(where, "timeout", timeout, "timeout_s", timeout_s)
         output = self._output.checked()
         try:
-            output.commit(timeout)
+            output.commit(timeout_s)
         except SdkError as exc:
             output.end_span("unknown", exc)
             raise
 
-    def abort_transaction(self, timeout: float = 60.0) -> None:
+    def abort_transaction(self, timeout_s: float = 60.0, *, timeout: float | None = None) -> None:
         """Abort the open transaction; its records are never visible to read_committed readers.
+
+        Args:
+            timeout_s: Seconds to wait.
+            timeout: Deprecated name of ``timeout_s``.
 
         Raises:
             TransactionError: The abort failed (subclass says why).
         """
-        self._output.checked().abort(timeout=timeout)
+        where = "Producer.abort_transaction"
+        timeout_s = renamed_default(where, "timeout", timeout, "timeout_s", timeout_s)
+        self._output.checked().abort(timeout=timeout_s)
 
-    def transaction(self, timeout: float = 60.0) -> AbstractContextManager[Self]:
+    def transaction(
+        self, timeout_s: float = 60.0, *, timeout: float | None = None
+    ) -> AbstractContextManager[Self]:
         """Run the block in one transaction: commit if it succeeds, abort if it raises.
 
         Example::
@@ -507,8 +548,14 @@ class Producer:
                 producer.send("out", b"1")
                 producer.send("out", b"2")      # both visible, or neither
 
+        Args:
+            timeout_s: Seconds the commit (or the abort) may take.
+            timeout: Deprecated name of ``timeout_s``.
+
         Raises:
             TransactionError: Begin, commit or abort failed (the block's own exception wins
                 when both happen).
         """
-        return transaction_block(self, timeout)
+        where = "Producer.transaction"
+        timeout_s = renamed_default(where, "timeout", timeout, "timeout_s", timeout_s)
+        return transaction_block(self, timeout_s)

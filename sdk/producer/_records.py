@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
+from sdk._deprecation import renamed
 from sdk.errors import KafkaClientError, KafkaTimeoutError
 from sdk.producer._handle import HandleCore
 
@@ -80,26 +81,33 @@ class DeliveryHandle(HandleCore):
         """True once the broker acknowledged or the record failed."""
         return self._state is not None
 
-    def result(self, timeout: float | None = None) -> RecordMetadata:
+    def result(
+        self, timeout_s: float | None = None, *, timeout: float | None = None
+    ) -> RecordMetadata:
         """Wait for the outcome.
 
         Args:
-            timeout: Seconds to wait; None waits until the producer's delivery timeout decides.
+            timeout_s: Seconds to wait; None waits until the producer's delivery timeout decides.
+            timeout: Deprecated name of ``timeout_s``.
 
         Returns:
             Where the record landed.
 
         Raises:
             KafkaClientError: The record failed (the subclass says why; ``.record`` holds it).
-            KafkaTimeoutError: No outcome within ``timeout`` (the record may still be delivered).
+            KafkaTimeoutError: No outcome within ``timeout_s`` (the record may still be
+                delivered).
+            ConfigurationError: Both ``timeout_s`` and ``timeout`` were given.
         """
-        deadline = None if timeout is None else time.monotonic() + timeout
+        if timeout is not None:
+            timeout_s = renamed("DeliveryHandle.result", "timeout", timeout, "timeout_s", timeout_s)
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while self._state is None:
             left = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
             if left <= 0:
                 raise KafkaTimeoutError(
                     f"no delivery outcome for a record to {self.record.topic!r} within "
-                    f"{timeout}s; it is still queued and may yet be delivered",
+                    f"{timeout_s}s; it is still queued and may yet be delivered",
                     record=self.record,
                 )
             owner = self._owner
@@ -145,7 +153,7 @@ class _Owner(Protocol):
 
     _hot: Any  # HotPath: the delivered count and the user's callback
 
-    def _poll(self, timeout: float) -> Any: ...
+    def _poll(self, timeout_s: float) -> Any: ...
 
     def _delivered(self, handle: DeliveryHandle) -> None: ...
 

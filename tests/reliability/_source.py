@@ -144,7 +144,7 @@ class SourceStage(threading.Thread):
     def _send_transaction(self, producer: Producer, batch: list[ProducerRecord]) -> Producer:
         for attempt in range(1, 21):
             try:
-                with producer.transaction(timeout=60):
+                with producer.transaction(timeout_s=60):
                     handles = producer.send_many(batch)
                 self._note(handles)
                 return producer

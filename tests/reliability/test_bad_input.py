@@ -23,7 +23,7 @@ def test_invalid_topic_name_is_a_clear_error_with_the_record(
         delivery_timeout_ms=5000,
     )
     with Producer(profile, metadata_timeout_s=5) as producer, pytest.raises(SdkError) as info:
-        producer.send_and_wait(topic, b"v", timeout=10)
+        producer.send_and_wait(topic, b"v", timeout_s=10)
     print(f"{topic[:20]!r}: {info.value!r}")
     assert "Invalid topic" in str(info.value)  # the broker's verdict, not a timeout
     assert getattr(info.value, "record", None) is not None

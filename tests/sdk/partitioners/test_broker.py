@@ -211,9 +211,11 @@ def test_added_partitions_are_used_without_restart(
     topic = make_topic(2)
     # one router refreshes on invalidate() only, one by age
     by_invalidate, producer = _router_producer(
-        bootstrap, RoundRobinPartitioner(), metadata_max_age=3600
+        bootstrap, RoundRobinPartitioner(), metadata_max_age_s=3600
     )
-    by_age, producer_age = _router_producer(bootstrap, RoundRobinPartitioner(), metadata_max_age=1)
+    by_age, producer_age = _router_producer(
+        bootstrap, RoundRobinPartitioner(), metadata_max_age_s=1
+    )
     _produce(by_invalidate, producer, topic, [f"a{i}".encode() for i in range(10)])
     _produce(by_age, producer_age, topic, [f"b{i}".encode() for i in range(10)])
     assert set(_read_back(bootstrap, topic, 2).values()) == {0, 1}

@@ -71,7 +71,7 @@ def test_python_partitioner_uses_cached_count() -> None:
 def test_new_partitions_are_used_after_max_age_or_invalidate() -> None:
     fake = FakeMetadata({"t": 2})
     last = FunctionPartitioner("last", lambda k, v, n: n - 1)
-    router = PartitionRouter(last, {}, metadata_client=fake, metadata_max_age=0.2)
+    router = PartitionRouter(last, {}, metadata_client=fake, metadata_max_age_s=0.2)
     assert router.route("t", b"k", None) == 1
     fake.counts["t"] = 5
     assert router.route("t", b"k", None) == 1  # cached
@@ -120,6 +120,6 @@ def test_on_batch_sent_is_forwarded_to_sticky() -> None:
 
 def test_bad_arguments() -> None:
     with pytest.raises(ConfigurationError):
-        PartitionRouter("round_robin", {}, metadata_max_age=0)
+        PartitionRouter("round_robin", {}, metadata_max_age_s=0)
     with pytest.raises(ConfigurationError, match="valid names"):
         PartitionRouter("nope", {})

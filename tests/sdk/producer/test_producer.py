@@ -30,10 +30,10 @@ def test_send_round_trip_with_serializers_and_headers(kafka_cluster: Any, make_t
     topic = make_topic(3)
     with Producer(profile(bs), key_serializer="str", value_serializer="json") as producer:
         handle = producer.send(topic, {"id": 7}, key="k7", headers={"source": b"test"})
-        meta = handle.result(timeout=30)
+        meta = handle.result(timeout_s=30)
         assert handle.done() and handle.exception() is None
         assert isinstance(meta, RecordMetadata) and meta.topic == topic and meta.offset >= 0
-        meta2 = producer.send_and_wait(ProducerRecord(topic, {"id": 8}, "k8"), timeout=30)
+        meta2 = producer.send_and_wait(ProducerRecord(topic, {"id": 8}, "k8"), timeout_s=30)
     assert producer.state is ProducerState.CLOSED
     msgs = read_all(bs, topic, 2)
     by_key = {m.key(): m for m in msgs}
@@ -165,7 +165,7 @@ def test_on_delivery_sees_every_resolved_handle(kafka_cluster: Any, make_topic: 
         profile(kafka_cluster.bootstrap_servers),
         on_delivery=lambda h: seen.append((h.done(), h.exception() is None)),
     )
-    producer.send_and_wait(topic, b"small", timeout=30)
+    producer.send_and_wait(topic, b"small", timeout_s=30)
     producer.send(topic, b"z" * 10_000)
     with pytest.raises(Exception, match="failed delivery"):
         producer.flush(30)

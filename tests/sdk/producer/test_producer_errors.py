@@ -45,7 +45,7 @@ def test_record_over_client_limit(kafka_cluster: Any, make_topic: Any) -> None:
         with pytest.raises(RecordTooLargeError, match=f"send to '{topic}'") as info:
             producer.send(topic, big)
         assert info.value.record.value is big
-        producer.send_and_wait(topic, b"small", timeout=30)  # the producer is still usable
+        producer.send_and_wait(topic, b"small", timeout_s=30)  # the producer is still usable
 
 
 def test_record_over_topic_limit_fails_on_handle_and_flush(
@@ -70,7 +70,7 @@ def test_record_over_topic_limit_fails_on_handle_and_flush(
         producer.flush(30)
     assert {f.record.value for f in again.value.failures} <= {big, b"fits"}
     assert all(h.done() for h in together)
-    assert producer.send_and_wait(topic, b"alone", timeout=30).offset >= 0
+    assert producer.send_and_wait(topic, b"alone", timeout_s=30).offset >= 0
     producer.flush(5)  # reported once: the next flush is clean
     producer.close()
 

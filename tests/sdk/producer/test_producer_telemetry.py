@@ -62,7 +62,7 @@ def test_telemetry_off_costs_nothing_and_records_nothing(
     otel = make_otel()
     topic = make_topic(1)
     with Producer(profile(kafka_cluster.bootstrap_servers), telemetry=False) as producer:
-        producer.send_and_wait(topic, b"plain", timeout=30)
+        producer.send_and_wait(topic, b"plain", timeout_s=30)
     assert otel.spans() == []
     (msg,) = read_all(kafka_cluster.bootstrap_servers, topic, 1)
     assert not msg.headers()
