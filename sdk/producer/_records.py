@@ -54,8 +54,7 @@ class DeliveryHandle(HandleCore):
 
     # ``send()``'s fast path keeps topic, value and key on the handle and builds the
     # ProducerRecord only if ``record`` is read: one object per in-flight record instead of
-    # two halves the allocations the garbage collector counts (measured: 0.53 -> 0.31 us per
-    # handle with 100,000 in flight, docs/performance.md)
+    # two halves the allocations the garbage collector counts
     __slots__ = ()
 
     def __init__(self, record: ProducerRecord, owner: _Owner) -> None:
@@ -134,8 +133,7 @@ class ListedHandle(DeliveryHandle):
     On delivery it keeps where the record landed as a plain tuple instead of librdkafka's
     message (a garbage-collected object holding a copy of key and value). A list of handles
     that outlives its records' delivery then holds one collected object per record, not two:
-    measured, the collector's passes over them cost send_many 0.48 vs 0.81 of raw throughput
-    with the collector off (docs/performance.md).
+    fewer objects for the garbage collector to pass over.
     """
 
     __slots__ = ()
