@@ -31,9 +31,13 @@ __all__ = ["Emitter"]
 
 
 class Emitter:
-    """The output emitter; arguments as in the module docstring."""
+    """The output emitter; arguments as in the module docstring.
 
-    __slots__ = ("_callback", "_cls", "_emitted", "_enqueue", "_known", "_produce", "_span")
+    The hot path calls :attr:`emit`, a closure: calling it costs a plain function call, where
+    calling an instance costs a lookup of ``__call__`` and reads of its slots on top.
+    """
+
+    __slots__ = ("_count", "emit")
 
     def __init__(
         self,
@@ -44,32 +48,41 @@ class Emitter:
         span: Any,
         callback: Callable[..., Any] | None,
     ) -> None:
-        self._cls, self._produce, self._known, self._enqueue = cls, produce, known, enqueue
-        self._span, self._callback = span, callback
-        self._emitted = 0
+        emitted = 0
+
+        def emit(out: Any) -> None:
+            nonlocal emitted
+            if type(out) is cls:
+                topic, value, key, headers, partition = out
+                if headers is None and partition is None and topic in known:
+                    if type(value) is str:
+                        value = value.encode()
+                    if type(key) is str:
+                        key = key.encode()
+                    try:
+                        if callback is None:
+                            produce(topic, value, key)
+                        else:
+                            produce(topic, value, key, -1, callback)
+                    except Exception:  # full queue, refusal: the general path waits/translates
+                        pass
+                    else:
+                        emitted += 1
+                        return
+            enqueue(out, span)
+
+        def count() -> int:
+            return emitted
+
+        self.emit: Callable[[Any], None] = emit
+        """Queue one output (see the module docstring)."""
+        self._count = count
 
     @property
     def emitted(self) -> int:
         """Outputs queued on the fast path (the general path counts on the span itself)."""
-        return self._emitted
+        return self._count()
 
     def __call__(self, out: Any) -> None:
-        """Queue ``out`` (see the module docstring)."""
-        if type(out) is self._cls:
-            topic, value, key, headers, partition = out
-            if headers is None and partition is None and topic in self._known:
-                if type(value) is str:
-                    value = value.encode()
-                if type(key) is str:
-                    key = key.encode()
-                try:
-                    if self._callback is not None:
-                        self._produce(topic, value, key, -1, self._callback)
-                    else:
-                        self._produce(topic, value, key)
-                except Exception:  # full queue, refusal: the general path waits / translates
-                    pass
-                else:
-                    self._emitted += 1
-                    return
-        self._enqueue(out, self._span)
+        """Queue ``out``: the same as :attr:`emit`."""
+        self.emit(out)

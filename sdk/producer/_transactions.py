@@ -396,7 +396,7 @@ class TransactionalOutput:
         (``count_from``). No poll per output: the caller serves delivery reports with
         :meth:`serve` once per batch. Valid until the client or the transaction changes: ask
         again after :meth:`begin` or a recovery. The function is an
-        :class:`sdk.producer._emitter.Emitter`.
+        :class:`sdk.producer._emitter.Emitter`'s ``emit``.
 
         A transactional producer's fast path asks for no delivery report: a record that fails
         makes librdkafka's transaction abortable, so commit step 3 fails and the recovery
@@ -411,10 +411,10 @@ class TransactionalOutput:
         client = self.client()
         callback = None if self.transactional else producer._ledger.on_batch_delivery
         known = producer._known_topics
-        emit = Emitter(OutputRecord, positional_produce(client), known, enqueue, span, callback)
+        emitter = Emitter(OutputRecord, positional_produce(client), known, enqueue, span, callback)
         if span is not None:
-            span.count_from(emit)  # its fast path counts in itself, not per output on the span
-        return emit
+            span.count_from(emitter)  # its fast path counts in itself, not per output on the span
+        return emitter.emit
 
     def serve(self, context: str = "serve delivery reports") -> None:
         """Serve delivery reports and client events (``poll(0)``) through the error seam.
