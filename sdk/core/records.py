@@ -36,8 +36,10 @@ def view(cls: type[R], msg: Any) -> R:
 
 def last_positions(messages: Iterable[Any], into: dict[tuple[str, int], int]) -> None:
     """``into[(topic, partition)] = offset + 1`` of each partition's last message."""
-    for m in messages:
-        into[(m.topic(), m.partition())] = m.offset() + 1
+    # a comprehension keeps each partition's last message; offsets are read for those alone
+    last = {(m.topic(), m.partition()): m for m in messages}
+    for tp, m in last.items():
+        into[tp] = m.offset() + 1
 
 
 def handle_run(
