@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import warnings
-from typing import TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from sdk.errors import ConfigurationError
 
-__all__ = ["moved", "renamed", "renamed_default", "warn_renamed"]
+__all__ = ["RenamedAttribute", "moved", "renamed", "renamed_default", "warn_renamed"]
 
 T = TypeVar("T")
 
@@ -73,3 +73,38 @@ def moved(what: str, where: str, to: str) -> None:
         DeprecationWarning,
         stacklevel=3,
     )
+
+
+class RenamedAttribute(Generic[T]):
+    """A read-only attribute under its old name: reading it warns and reads ``new_name``.
+
+    Example::
+
+        class Result:
+            duration_s: float = 0.0
+            seconds = RenamedAttribute[float]("duration_s")
+    """
+
+    def __init__(self, new_name: str) -> None:
+        self._new = new_name
+        self._old = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._old = name
+        self._owner = owner.__name__
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> RenamedAttribute[T]: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type) -> T: ...
+
+    def __get__(self, instance: object | None, owner: type) -> Any:
+        if instance is None:
+            return self
+        warnings.warn(
+            f"{self._owner}.{self._old} is deprecated, use {self._new}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(instance, self._new)

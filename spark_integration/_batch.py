@@ -12,12 +12,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from sdk._deprecation import moved
+from sdk._deprecation import RenamedAttribute, moved
 from sdk.errors import ConfigurationError
 from spark_integration._config import BatchJobConfig
 from spark_integration._progress import ProgressReporter, stderr_line
@@ -82,13 +81,8 @@ class BatchJobResult:
     results: list[RangeResult] = field(default_factory=list)
     duration_s: float = 0.0
 
-    @property
-    def seconds(self) -> float:
-        """Deprecated name of :attr:`duration_s`."""
-        warnings.warn(
-            "BatchJobResult.seconds is deprecated, use duration_s", DeprecationWarning, stacklevel=2
-        )
-        return self.duration_s
+    seconds = RenamedAttribute[float]("duration_s")
+    """Deprecated name of :attr:`duration_s`."""
 
     @property
     def records_in(self) -> int:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -27,6 +26,7 @@ from typing import Any, Protocol
 from confluent_kafka import Consumer as _ConsumerClient
 
 from sdk._client import ConsumerClient, ProducerClient
+from sdk._deprecation import RenamedAttribute
 from sdk.core.failure import HandlerRunner, dead_letter
 from sdk.core.records import ConsumerRecord, view
 from sdk.core.session import TransactionSession
@@ -87,13 +87,8 @@ class RangeResult:
     attempt: int = -1
     duration_s: float = 0.0
 
-    @property
-    def seconds(self) -> float:
-        """Deprecated name of :attr:`duration_s`."""
-        warnings.warn(
-            "RangeResult.seconds is deprecated, use duration_s", DeprecationWarning, stacklevel=2
-        )
-        return self.duration_s
+    seconds = RenamedAttribute[float]("duration_s")
+    """Deprecated name of :attr:`duration_s`."""
 
 
 class _Rewind(Exception):

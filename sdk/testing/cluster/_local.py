@@ -20,12 +20,11 @@ import sys
 import tempfile
 import time
 import uuid
-import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from sdk._deprecation import renamed_default
+from sdk._deprecation import RenamedAttribute, renamed_default
 from sdk.errors import BrokerStartError, ClusterError, PortInUseError
 from sdk.testing.cluster._config import check_port_free, free_ports, render_config
 from sdk.testing.cluster._faults import FaultInjection
@@ -134,15 +133,8 @@ class LocalCluster(FaultInjection):
         self.cluster_id = ""
         self.start_duration_s: float | None = None
 
-    @property
-    def start_seconds(self) -> float | None:
-        """Deprecated name of :attr:`start_duration_s`."""
-        warnings.warn(
-            "LocalCluster.start_seconds is deprecated, use start_duration_s",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.start_duration_s
+    start_seconds = RenamedAttribute[float | None]("start_duration_s")
+    """Deprecated name of :attr:`start_duration_s`."""
 
     # ------------------------------------------------------------------ life cycle
     def __enter__(self) -> LocalCluster:
