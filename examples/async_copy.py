@@ -21,9 +21,8 @@ from collections import Counter
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from sdk import ConsumerRecord, OutputRecord
 from sdk.aio import AsyncProcessor
-from sdk.consumer import ConsumerRecord
-from sdk.processor import OutputRecord
 from sdk.profiles import ProcessingProfile
 from sdk.testing.admin import create_topic
 from sdk.testing.backends import bootstrap_servers

@@ -48,7 +48,7 @@ LOCK_MS = 2_000  # a killed queue worker's records come back after this
 # --------------------------------------------------------------------------- the worker process
 def worker(spec: dict[str, Any]) -> None:
     """Copy input → output under one guarantee until SIGTERM (runs in its own process)."""
-    from sdk.processor import OutputRecord, Processor
+    from sdk import OutputRecord, Processor
     from sdk.profiles import ProcessingProfile
 
     g, bs = spec["guarantee"], spec["bootstrap"]
@@ -88,7 +88,7 @@ def queue_worker(spec: dict[str, Any]) -> None:
     at_least_once: the poll's records are written and flushed, then acknowledged (ACCEPT);
     at_most_once: they are acknowledged and committed first, then written.
     """
-    from sdk.core.records import ConsumerRecord
+    from sdk import ConsumerRecord
     from sdk.profiles import QueueProfile
     from sdk.queue import QueueConsumer
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer as RawConsumer
 
-from sdk.consumer import Consumer, ConsumerRecord
+from sdk import Consumer, ConsumerRecord
 from sdk.producer import Producer
 from sdk.profiles import ConsumerProfile, ProducerProfile
 from sdk.testing.admin import create_topic

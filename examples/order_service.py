@@ -21,7 +21,7 @@ from typing import Any
 
 from confluent_kafka import Consumer
 
-from sdk.processor import OutputRecord, Processor
+from sdk import OutputRecord, Processor
 from sdk.producer import Producer, ProducerRecord
 from sdk.profiles import load_profiles
 from sdk.testing.admin import create_topic

@@ -12,7 +12,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from sdk.processor import OutputRecord, Processor
+from sdk import OutputRecord, Processor
 from sdk.profiles import ProcessingProfile
 from sdk.testing.admin import create_topic
 from sdk.testing.cluster import LocalCluster

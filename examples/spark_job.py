@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from sdk.processor import OutputRecord
+from sdk import OutputRecord
 from sdk.testing.admin import create_topic
 from sdk.testing.cluster import LocalCluster
 from spark_integration import BatchJobConfig, ExactlyOnceBatchJob, local_session

@@ -26,7 +26,7 @@ from pathlib import Path
 from confluent_kafka import Consumer as RawConsumer
 from confluent_kafka import Producer as RawProducer
 
-from sdk.core.records import ConsumerRecord
+from sdk import ConsumerRecord
 from sdk.profiles import QueueProfile
 from sdk.queue import QueueConsumer
 from sdk.testing.admin import create_topic

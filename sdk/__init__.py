@@ -12,7 +12,6 @@ Producer, the Consumer, the Processor and the Spark helpers compose.
 import logging
 
 from sdk.consumer import Consumer, ConsumerRecord
-from sdk.core.records import OutputRecord
 from sdk.errors import SdkError
 from sdk.processor import Processor
 from sdk.producer import Producer
@@ -23,6 +22,7 @@ from sdk.profiles import (
     ProducerProfile,
     load_profiles,
 )
+from sdk.records import OutputRecord
 
 logging.getLogger("sdk").addHandler(logging.NullHandler())  # the application configures logging
 

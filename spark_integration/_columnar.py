@@ -13,9 +13,9 @@ import importlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Literal
 
-from sdk.core.records import ConsumerRecord
 from sdk.errors import ConfigurationError
 from sdk.processor import OutputRecord
+from sdk.records import ConsumerRecord
 
 __all__ = ["BatchFormat", "ColumnarTransform", "batch_transform", "records_to_columns"]
 

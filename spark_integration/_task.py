@@ -28,12 +28,12 @@ from confluent_kafka import Consumer as _ConsumerClient
 from sdk._client import ConsumerClient, ProducerClient
 from sdk._deprecation import RenamedAttribute
 from sdk.core.failure import HandlerRunner, dead_letter
-from sdk.core.records import ConsumerRecord, view
 from sdk.core.session import TransactionSession
 from sdk.errors import HandlerError, KafkaClientError, from_kafka_error
 from sdk.observability import Telemetry
 from sdk.processor import OutputRecord, ProcessorStats
 from sdk.producer import Producer
+from sdk.records import ConsumerRecord, view
 from spark_integration._config import BatchJobConfig
 from spark_integration._ranges import PartitionRange, fetch_committed
 

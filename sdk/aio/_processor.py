@@ -26,10 +26,10 @@ from typing import Any
 from sdk._deprecation import moved, renamed
 from sdk.aio._bridge import HandlersAhead, LoopBridge
 from sdk.consumer import ConsumerRecord
-from sdk.core.records import view
 from sdk.errors import ConfigurationError
 from sdk.processor import OutputRecord, Processor, ProcessorStats
 from sdk.profiles import ProcessingProfile
+from sdk.records import view
 
 __all__ = ["AsyncProcessor"]
 

@@ -36,9 +36,9 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaError, TopicPartition
 
 from sdk._client import ConsumerClient, call_kafka, translating
-from sdk.core.records import last_positions
 from sdk.errors import KafkaClientError, from_kafka_error
 from sdk.observability import Telemetry
+from sdk.records import last_positions
 
 __all__ = [
     "REBALANCE_CODES",

@@ -15,9 +15,9 @@ from sdk._client import ConsumerClient
 from sdk.consumer._commits import OffsetKeeper
 from sdk.consumer._failure import FailurePath
 from sdk.consumer._records import ConsumerRecord
-from sdk.core.records import handle_run
 from sdk.observability import Telemetry
 from sdk.profiles import ConsumerProfile, Guarantee
+from sdk.records import handle_run
 
 __all__ = ["HandlingLoop"]
 
@@ -94,7 +94,7 @@ class HandlingLoop:
         handlers in one loop crossing), are finished even after a stop: not storing them
         would only hand them out again. Without a deserializer (bytes in), the per-record steps
         (the view, the handler's first attempt, the clock read) run in
-        :func:`sdk.core.records.handle_run`, one tight loop shared with the Processor.
+        :func:`sdk.records.handle_run`, one tight loop shared with the Processor.
         """
         failure, offsets, client = self._failure, self._offsets, self._client
         raw, alo, stopped = failure.decoder.raw, self.guarantee is _ALO, self._stop.is_set

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sdk.core.lifecycle import Lifecycle
-from sdk.core.records import ConsumerRecord
+from sdk.lifecycle import Lifecycle
+from sdk.records import ConsumerRecord
 
 __all__ = [
     "BatchRecordHandler",
@@ -34,7 +34,7 @@ class BatchRecordHandler(Protocol):
 
 
 ConsumerState = Lifecycle
-"""The Consumer's lifecycle, :class:`sdk.core.lifecycle.Lifecycle`: NEW, OPEN, CLOSED."""
+"""The Consumer's lifecycle, :class:`sdk.lifecycle.Lifecycle`: NEW, OPEN, CLOSED."""
 
 
 @dataclass

@@ -14,9 +14,9 @@ from typing import Any
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from sdk.core.records import OutputRecord
 from sdk.errors import ConfigurationError, HandlerError
 from sdk.profiles import FailurePolicy
+from sdk.records import OutputRecord
 
 __all__ = ["DLQ_HEADERS", "HandlerRunner", "dead_letter"]
 

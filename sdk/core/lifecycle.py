@@ -1,23 +1,18 @@
-"""The one lifecycle of every client: Producer, Consumer and Processor share these states."""
+"""Deprecated location: the module is :mod:`sdk.lifecycle` (the layer below the core).
+
+Kept for one release so that ``from sdk.core.lifecycle import ...`` goes on working, with a
+DeprecationWarning.
+"""
 
 from __future__ import annotations
 
-from enum import Enum
+import warnings
 
-__all__ = ["Lifecycle"]
+from sdk.lifecycle import *  # noqa: F403
+from sdk.lifecycle import __all__ as __all__
 
-
-class Lifecycle(Enum):
-    """Where a client is in its life; a ``CLOSED`` one refuses use (``ClosedError``).
-
-    ``NEW``: made, no network I/O yet (clients are created lazily). ``OPEN``: its Kafka client
-    exists. ``RUNNING`` / ``STOPPING``: a run loop is going / finishing (Processor).
-    ``CLOSED``: released. ``CREATED`` is another name for ``NEW`` (the Processor's old name).
-    """
-
-    NEW = "new"
-    OPEN = "open"
-    RUNNING = "running"
-    STOPPING = "stopping"
-    CLOSED = "closed"
-    CREATED = "new"
+warnings.warn(
+    "sdk.core.lifecycle is deprecated, import from sdk.lifecycle",
+    DeprecationWarning,
+    stacklevel=2,
+)

@@ -32,7 +32,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, overload
 
-from sdk.core.records import OutputRecord, TransactionStats
 from sdk.core.recovery import Recovery, decide
 from sdk.errors import (
     AmbiguousTransactionError,
@@ -43,6 +42,7 @@ from sdk.errors import (
 from sdk.observability import Outcome, Telemetry, TransactionSpan
 from sdk.producer import Producer
 from sdk.profiles import Guarantee, ProcessingProfile, ProducerProfile
+from sdk.records import OutputRecord, TransactionStats
 
 __all__ = ["TransactionSession", "transactional_id_for"]
 

@@ -13,12 +13,12 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from sdk.core.failure import HandlerRunner, dead_letter
-from sdk.core.records import ConsumerRecord, handle_run, last_positions, view
 from sdk.core.session import TransactionSession
 from sdk.errors import HandlerError, KafkaClientError
 from sdk.observability import Telemetry
 from sdk.processor._records import BatchHandler, Handler, OutputRecord, ProcessorStats
 from sdk.profiles import Guarantee, ProcessingProfile
+from sdk.records import ConsumerRecord, handle_run, last_positions, view
 
 __all__ = ["HandlingLoop"]
 
@@ -81,7 +81,7 @@ class HandlingLoop:
         out: no span context manager, the handler's first attempt inline (the failure policy
         takes over only when it raises), outputs queued without a poll each (:meth:`_handle`
         serves delivery reports once per batch) and counters added per run of records. The
-        per-record steps run in :func:`~sdk.core.records.handle_run` ;
+        per-record steps run in :func:`~sdk.records.handle_run` ;
         this method takes over when a record raised and at the commit points.
         """
         handler = self._handler

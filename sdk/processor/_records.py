@@ -6,8 +6,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from sdk.core.lifecycle import Lifecycle
-from sdk.core.records import ConsumerRecord, OutputRecord, TransactionStats
+from sdk.lifecycle import Lifecycle
+from sdk.records import ConsumerRecord, OutputRecord, TransactionStats
 
 __all__ = [
     "BatchHandler",
@@ -35,7 +35,7 @@ class BatchHandler(Protocol):
 
 
 ProcessorState = Lifecycle
-"""The Processor's lifecycle: :class:`sdk.core.lifecycle.Lifecycle` (``CREATED``/``NEW``,
+"""The Processor's lifecycle: :class:`sdk.lifecycle.Lifecycle` (``CREATED``/``NEW``,
 ``RUNNING``, ``STOPPING``, ``CLOSED``)."""
 
 
@@ -45,7 +45,7 @@ class ProcessorStats(TransactionStats):
 
     The transaction counters (``aborts``, ``retries``, ``abortable_recoveries``, ``fenced``,
     ``ambiguous``, ``transaction_timeouts``, ``producer_recreations``, ``stalled_calls``,
-    ``events``) come from :class:`sdk.core.records.TransactionStats`, which the transactional
+    ``events``) come from :class:`sdk.records.TransactionStats`, which the transactional
     session updates.
 
     Attributes:

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from sdk._client import ProducerClient, positional_produce, translating
-from sdk.core.lifecycle import Lifecycle
 from sdk.errors import ClosedError, KafkaTimeoutError
+from sdk.lifecycle import Lifecycle
 from sdk.observability import Telemetry
 from sdk.partitioners import PartitionRouter
 from sdk.producer._client_errors import ClientErrors

@@ -5,7 +5,7 @@ and ``confluent_kafka.Producer.produce``.
 
 The contract (``tests/sdk/producer/test_emitter.py`` checks it): called with one output ``out``,
 
-- when ``type(out) is cls`` (the :class:`~sdk.core.records.OutputRecord` class, no subclass),
+- when ``type(out) is cls`` (the :class:`~sdk.records.OutputRecord` class, no subclass),
   its headers and partition are None and its topic is in ``known``: ``str`` value and key are
   UTF-8 encoded and ``produce(topic, value, key)`` is called (``produce(topic, value, key,
   -1, callback)`` unless ``callback`` is None: ``produce`` is

@@ -18,9 +18,8 @@ from typing import Any, Literal, Self
 
 from sdk._client import ProducerClient
 from sdk._deprecation import renamed, renamed_default, warn_renamed
-from sdk.core.lifecycle import Lifecycle
-from sdk.core.records import TransactionStats
 from sdk.errors import ConfigurationError, KafkaClientError, SdkError, TransactionError
+from sdk.lifecycle import Lifecycle
 from sdk.observability import Telemetry
 from sdk.partitioners import Partitioner, PartitionRouter
 from sdk.producer._batch import enqueue_each
@@ -32,6 +31,7 @@ from sdk.producer._records import DeliveryHandle, Headers, ProducerRecord, Recor
 from sdk.producer._sender import Sender
 from sdk.producer._transactions import TransactionalOutput, transaction_block
 from sdk.profiles import Guarantee, ProducerProfile
+from sdk.records import TransactionStats
 from sdk.serialization import Serializer, resolve_serializer
 
 __all__ = ["Producer", "ProducerState"]
@@ -40,7 +40,7 @@ _new_handle = object.__new__
 
 
 ProducerState = Lifecycle
-"""The Producer's lifecycle, :class:`sdk.core.lifecycle.Lifecycle`: NEW, OPEN, CLOSED."""
+"""The Producer's lifecycle, :class:`sdk.lifecycle.Lifecycle`: NEW, OPEN, CLOSED."""
 
 
 class Producer:

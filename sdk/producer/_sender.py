@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from sdk._client import ProducerClient
-from sdk.core.lifecycle import Lifecycle
 from sdk.errors import ConfigurationError, SdkError
+from sdk.lifecycle import Lifecycle
 from sdk.observability import Telemetry
 from sdk.producer._client_slot import ClientSlot
 from sdk.producer._delivery import TimedHandle

@@ -22,8 +22,6 @@ from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sdk._client import ProducerClient, call_kafka, positional_produce, timeout_error, translating
-from sdk.core.lifecycle import Lifecycle
-from sdk.core.records import OutputRecord, TransactionStats
 from sdk.errors import (
     ConfigurationError,
     DeliveryError,
@@ -32,9 +30,11 @@ from sdk.errors import (
     TransactionAbortableError,
     from_kafka_error,
 )
+from sdk.lifecycle import Lifecycle
 from sdk.observability import Outcome, Telemetry, TransactionSpan
 from sdk.producer._emitter import Emitter
 from sdk.producer._records import ProducerRecord
+from sdk.records import OutputRecord, TransactionStats
 
 if TYPE_CHECKING:
     from sdk.producer._producer import Producer

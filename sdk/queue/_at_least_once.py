@@ -22,11 +22,11 @@ from confluent_kafka import AcknowledgeType
 
 from sdk.consumer._failure import DeadLetterSink, RecordDecoder
 from sdk.core.failure import HandlerRunner
-from sdk.core.records import ConsumerRecord, handle_run, view
 from sdk.errors import HandlerError, KafkaClientError, SdkError, SerializationError
 from sdk.observability import Telemetry
 from sdk.profiles import QueueProfile
 from sdk.queue._records import Outstanding, QueueStats
+from sdk.records import ConsumerRecord, handle_run, view
 
 __all__ = ["LOCK_BUDGET", "STOP_EVERY_S", "AtLeastOnceHandling"]
 
@@ -84,7 +84,7 @@ class AtLeastOnceHandling:
         Per poll, not per record: the tracing check, the lock budget's deadline; the
         handler's success path acknowledges straight on the client (``ack`` is for the rest).
         Without a deserializer or tracing (bytes in), the records run through
-        :func:`sdk.core.records.handle_run` (the view, the handler's first attempt and the
+        :func:`sdk.records.handle_run` (the view, the handler's first attempt and the
         clock read per record) in runs of at most
         :data:`STOP_EVERY_S` of handler time that end before the lock budget; each run's
         records are then accepted together. The acknowledgements only queue locally until the

@@ -17,11 +17,11 @@ from confluent_kafka import AcknowledgeType
 
 from sdk.consumer._failure import DeadLetterSink
 from sdk.core.failure import HandlerRunner
-from sdk.core.records import ConsumerRecord
 from sdk.errors import HandlerError, SdkError, SerializationError
 from sdk.observability import Telemetry
 from sdk.profiles import QueueProfile
 from sdk.queue._records import Outstanding, QueueStats
+from sdk.records import ConsumerRecord
 
 __all__ = ["AtMostOnceHandling"]
 

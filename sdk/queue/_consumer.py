@@ -35,7 +35,6 @@ from sdk._deprecation import renamed
 from sdk._signals import sigterm_stops
 from sdk.consumer._failure import RecordDecoder, dead_letter_sink
 from sdk.core.failure import HandlerRunner
-from sdk.core.records import ConsumerRecord
 from sdk.errors import (
     ClosedError,
     ConfigurationError,
@@ -51,6 +50,7 @@ from sdk.queue._at_most_once import AtMostOnceHandling
 from sdk.queue._group import NO_SUPPORT_CODES, apply_group_config, with_hint
 from sdk.queue._manual import ManualAcknowledgement
 from sdk.queue._records import Outstanding, QueueStats
+from sdk.records import ConsumerRecord
 from sdk.serialization import Deserializer
 
 __all__ = ["QueueConsumer"]

@@ -30,10 +30,10 @@ from confluent_kafka import AcknowledgeType
 
 from sdk._deprecation import renamed
 from sdk._signals import sigterm_stops
-from sdk.core.records import ConsumerRecord
 from sdk.errors import AcknowledgementError, ConfigurationError, SerializationError
 from sdk.profiles import Guarantee, QueueProfile
 from sdk.queue._records import QueueStats
+from sdk.records import ConsumerRecord
 
 __all__ = ["ManualAcknowledgement", "Outcome"]
 

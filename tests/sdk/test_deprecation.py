@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import dataclass
 
 import pytest
@@ -29,3 +31,30 @@ def test_the_old_name_reads_the_new_one_and_warns_naming_both() -> None:
 def test_spark_results_keep_seconds_for_one_release(cls: type) -> None:
     assert "seconds" not in cls.__dataclass_fields__
     assert isinstance(cls.__dict__["seconds"], RenamedAttribute)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "name"),
+    [
+        ("sdk.core.records", "sdk.records", "ConsumerRecord"),
+        ("sdk.core.lifecycle", "sdk.lifecycle", "Lifecycle"),
+    ],
+)
+def test_a_moved_module_still_imports_from_its_old_place_and_warns(
+    old: str, new: str, name: str
+) -> None:
+    """In a fresh interpreter: an import already cached here would not warn again."""
+    code = (
+        "import importlib, warnings\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        f"    old = importlib.import_module({old!r})\n"
+        f"new = importlib.import_module({new!r})\n"
+        f"assert getattr(old, {name!r}) is getattr(new, {name!r})\n"
+        "print([str(x.message) for x in w if x.category is DeprecationWarning])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"{old} is deprecated, import from {new}" in done.stdout

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from sdk.core.records import OutputRecord
 from sdk.core.session import TransactionSession, transactional_id_for
 from sdk.errors import ConfigurationError
 from sdk.producer import Producer
 from sdk.profiles import ProcessingProfile, ProducerProfile
+from sdk.records import OutputRecord
 
 
 def test_purged_records_of_a_dropped_client_do_not_fail_the_next_transaction() -> None:

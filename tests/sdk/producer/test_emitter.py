@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from sdk.core.records import OutputRecord
 from sdk.producer import _emitter
 from sdk.producer._producer import Producer
 from sdk.profiles import ProducerProfile
+from sdk.records import OutputRecord
 
 MAKERS: list[Any] = [pytest.param(_emitter.Emitter, id="emitter")]
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from sdk.core.records import ConsumerRecord
 from sdk.queue import QueueConsumer
+from sdk.records import ConsumerRecord
 from tests.sdk.consumer._support import seed
 from tests.sdk.queue._support import leftovers, queue_profile
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from sdk.core.records import ConsumerRecord
 from sdk.queue import QueueConsumer
+from sdk.records import ConsumerRecord
 from sdk.testing.pytest_plugin import require_local
 from tests.sdk.processor._support import wait_for
 from tests.sdk.queue._support import queue_profile, seed_in_small_batches

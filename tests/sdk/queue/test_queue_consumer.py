@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from sdk.core.records import ConsumerRecord
 from sdk.errors import HandlerError, KafkaClientError
 from sdk.queue import QueueConsumer
+from sdk.records import ConsumerRecord
 from tests.sdk.consumer._support import read_topic, seed
 from tests.sdk.queue._support import leftovers, queue_profile
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from sdk.core.records import ConsumerRecord
 from sdk.queue import QueueConsumer
+from sdk.records import ConsumerRecord
 from tests.sdk.consumer._support import read_topic
 from tests.sdk.observability._support import make_otel
 from tests.sdk.observability.test_processor_tracing import produce_traced

@@ -1,4 +1,4 @@
-"""The record types (``sdk.core.records``): the ``ConsumerRecord`` view, ``OutputRecord``'s
+"""The record types (``sdk.records``): the ``ConsumerRecord`` view, ``OutputRecord``'s
 constructor and ``last_positions``, against their contract. No broker (the Processor's and the
 Consumer's tests run them on the broker).
 """
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Message
 
-from sdk.core import records
-from sdk.core.records import ConsumerRecord, OutputRecord
+from sdk import records
+from sdk.records import ConsumerRecord, OutputRecord
 
 
 class _Message:

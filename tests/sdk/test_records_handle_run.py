@@ -1,4 +1,4 @@
-"""``sdk.core.records.handle_run``, the Processor's and the Consumer's per-record loop.
+"""``sdk.records.handle_run``, the Processor's and the Consumer's per-record loop.
 
 Checks what its docstring promises: which records are handled, what is emitted, where the run
 stops, and what comes back when the handler, the view, ``emit`` or the clock raise. No broker
@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Message
 
-from sdk.core import records
-from sdk.core.records import ConsumerRecord
+from sdk import records
+from sdk.records import ConsumerRecord
 
 Run = Callable[..., tuple[int, int, Any, BaseException | None]]
 
