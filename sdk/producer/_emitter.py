@@ -3,7 +3,8 @@
 Per output on the exactly-once hot path, the emitter is the only SDK code between the handler
 and ``confluent_kafka.Producer.produce``.
 
-The contract (``tests/sdk/producer/test_emitter.py`` checks it): called with one output ``out``,
+The contract (``tests/sdk/producer/test_emitter.py`` checks it): :attr:`Emitter.emit`, called
+with one output ``out``,
 
 - when ``type(out) is cls`` (the :class:`~sdk.records.OutputRecord` class, no subclass),
   its headers and partition are None and its topic is in ``known``: ``str`` value and key are
@@ -82,7 +83,3 @@ class Emitter:
     def emitted(self) -> int:
         """Outputs queued on the fast path (the general path counts on the span itself)."""
         return self._count()
-
-    def __call__(self, out: Any) -> None:
-        """Queue ``out``: the same as :attr:`emit`."""
-        self.emit(out)
