@@ -173,6 +173,10 @@ class ConsumerClient(Protocol):
         """The current assignment."""
         ...
 
+    def pause(self, partitions: list[TopicPartition]) -> None:
+        """Stop fetching ``partitions`` until resumed or assigned again."""
+        ...
+
     def incremental_assign(self, partitions: list[TopicPartition]) -> None:
         """Add partitions to the assignment."""
         ...

@@ -24,6 +24,8 @@ them. Errors that come from librdkafka keep the original ``KafkaError`` (see
     │       ├── TransactionAbortableError   abort the transaction, rewind, continue
     │       ├── ProducerFencedError         a newer instance owns the transactional.id (fatal)
     │       └── AmbiguousTransactionError   commit/abort outcome unknown: recreate the producer
+    ├── DatabaseError                 a database call of the sink failed; keeps the driver's error
+    │   └── DatabaseUnavailableError  the database refused or lost the connection (retried)
     └── ClusterError                  the local test-cluster harness (sdk.testing) failed
         ├── JavaNotFoundError         no java >= 17
         ├── MavenError                mvn missing, or broker jars could not be resolved
@@ -47,6 +49,8 @@ __all__ = [
     "ClusterError",
     "CommitError",
     "ConfigurationError",
+    "DatabaseError",
+    "DatabaseUnavailableError",
     "DeliveryError",
     "HandlerError",
     "JavaNotFoundError",
@@ -229,6 +233,18 @@ class AmbiguousTransactionError(TransactionError):
 
     The producer must be recreated so that ``init_transactions()`` bumps the epoch and fences
     any request of the old one still in flight.
+    """
+
+
+class DatabaseError(SdkError):
+    """A database call of :mod:`sdk.sink` failed; ``__cause__`` is the driver's exception."""
+
+
+class DatabaseUnavailableError(DatabaseError):
+    """The database refused the connection or lost it (retried with backoff first).
+
+    No offset advanced for the batch in hand: its transaction was rolled back or never
+    reached the database, and the sink re-reads its positions before going on.
     """
 
 

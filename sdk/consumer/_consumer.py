@@ -9,13 +9,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, Literal
 
-from sdk._client import ConsumerClient, call_kafka
+from sdk._client import ConsumerClient
 from sdk._deprecation import renamed
 from sdk._signals import sigterm_stops
 from sdk.consumer._commits import OffsetKeeper
 from sdk.consumer._failure import FailurePath
 from sdk.consumer._handling import HandlingLoop
-from sdk.consumer._health import ClientHealth
+from sdk.consumer._health import ClientHealth, poll_records
 from sdk.consumer._records import (
     BatchRecordHandler,
     ConsumerRecord,
@@ -24,12 +24,9 @@ from sdk.consumer._records import (
     RecordHandler,
 )
 from sdk.errors import (
-    AuthorizationError,
     ClosedError,
     ConfigurationError,
     SdkError,
-    UnknownTopicError,
-    from_kafka_error,
 )
 from sdk.observability import Telemetry
 from sdk.profiles import ConsumerProfile, Guarantee
@@ -427,26 +424,9 @@ class Consumer(HandlingLoop):
             yield messages
 
     def _poll(self, client: ConsumerClient, limit: int) -> list[Any]:
-        from confluent_kafka import KafkaError
-
-        messages = call_kafka(lambda: client.consume(limit, self._poll_timeout), context="consume")
-        self._health.raise_fatal()
-        out = [message for message in messages if message.error() is None]
-        if len(out) == len(messages):
-            return out  # the common case: no event in the batch
-        for message in messages:
-            err = message.error()
-            if err is None:
-                continue
-            if err.code() == KafkaError._PARTITION_EOF:
-                continue
-            where = message.topic() or ", ".join(self.topics)
-            error = from_kafka_error(err, context=f"consume from {where}")
-            if err.fatal() or isinstance(error, UnknownTopicError | AuthorizationError):
-                raise error  # nothing of this batch was committed, stored or handled
-            self.stats.note(str(error))
-            _log.warning("%s", error)
-        return out
+        return poll_records(
+            client, limit, self._poll_timeout, self._health, self.stats, self.topics
+        )
 
     def _observed(self) -> Telemetry | None:
         tel = self._telemetry

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
+from sdk._client import ConsumerClient, call_kafka
 from sdk.consumer._records import ConsumerStats
 from sdk.errors import (
     AuthenticationError,
+    AuthorizationError,
     BrokerUnreachableError,
     KafkaClientError,
+    UnknownTopicError,
     from_kafka_error,
 )
 
-__all__ = ["ClientHealth"]
+_log = logging.getLogger("sdk.consumer")
+
+__all__ = ["ClientHealth", "poll_records"]
 
 
 class ClientHealth:
@@ -75,3 +82,41 @@ class ClientHealth:
         """
         if self.assigned_at is None and self._last_error is not None:
             raise self._auth_failure or self._last_error
+
+
+def poll_records(
+    client: ConsumerClient,
+    limit: int,
+    timeout_s: float,
+    health: ClientHealth,
+    stats: ConsumerStats,
+    topics: Sequence[str],
+) -> list[Any]:
+    """One ``consume()``: the records, with error events translated (every consuming front end).
+
+    Partition EOF events are skipped; other non-fatal events are noted and logged.
+
+    Raises:
+        KafkaClientError: A fatal client error, an unknown topic or a missing ACL (nothing of
+            the batch was handled or committed).
+    """
+    from confluent_kafka import KafkaError
+
+    messages = call_kafka(lambda: client.consume(limit, timeout_s), context="consume")
+    health.raise_fatal()
+    out = [message for message in messages if message.error() is None]
+    if len(out) == len(messages):
+        return out  # the common case: no event in the batch
+    for message in messages:
+        err = message.error()
+        if err is None:
+            continue
+        if err.code() == KafkaError._PARTITION_EOF:
+            continue
+        where = message.topic() or ", ".join(topics)
+        error = from_kafka_error(err, context=f"consume from {where}")
+        if err.fatal() or isinstance(error, UnknownTopicError | AuthorizationError):
+            raise error
+        stats.note(str(error))
+        _log.warning("%s", error)
+    return out

@@ -49,6 +49,7 @@ LAYERS: dict[str, int] = {
     "sdk.processor": 3,
     "sdk.queue": 3,
     "sdk.aio": 3,
+    "sdk.sink": 3,
     "sdk": 4,
     "sdk.__main__": 4,
     "sdk.testing": 5,

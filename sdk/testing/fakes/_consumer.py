@@ -307,6 +307,10 @@ class FakeConsumerClient(Scripted):
         self._call("assignment")
         return [TopicPartition(t, p) for t, p in self._assignment]
 
+    def pause(self, partitions: list[TopicPartition]) -> None:
+        """Recorded only: the fake's fetches do not stop."""
+        self._call("pause", [(tp.topic, tp.partition) for tp in partitions])
+
     def consumer_group_metadata(self) -> Any:
         """A :class:`FakeGroupMetadata` of ``group.id`` and the current member id."""
         self._call("consumer_group_metadata")

@@ -1,0 +1,358 @@
+"""The database side of the sink: connections, the positions table, and the handler's view.
+
+One :class:`Database` describes where the output and the positions live; :class:`Session` is
+one DB-API 2.0 connection with the few calls the commit sequence needs. Every driver error
+crosses into the SDK here, as :class:`~sdk.errors.DatabaseError` (or
+:class:`~sdk.errors.DatabaseUnavailableError` when the dialect calls it transient).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from sdk.errors import ConfigurationError, DatabaseError, DatabaseUnavailableError
+from sdk.sink._dialects import Dialect, resolve_dialect
+
+__all__ = ["Database", "Position", "Session", "Transaction", "postgresql", "sqlite"]
+
+Partition = tuple[str, int]
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
+_COLUMNS = "group_id, topic, kafka_partition, next_offset, epoch, updated_at"
+
+
+@dataclass(frozen=True)
+class Position:
+    """A partition's row in the positions table.
+
+    Attributes:
+        next_offset: The next offset to consume, or None before the first committed batch.
+        epoch: The claim this member holds; a commit under an older epoch is refused.
+    """
+
+    next_offset: int | None
+    epoch: int
+
+
+@contextmanager
+def translating(dialect: Dialect, context: str) -> Iterator[None]:
+    """Translate the driver's errors raised in the block (the sink's one seam for them).
+
+    Raises:
+        DatabaseUnavailableError: A transient error (connection refused or lost, lock wait
+            timed out, deadlock, a session ended by the server).
+        DatabaseError: Any other driver error.
+    """
+    try:
+        yield
+    except DatabaseError:
+        raise
+    except Exception as exc:
+        kind = DatabaseUnavailableError if dialect.is_transient(exc) else DatabaseError
+        raise kind(f"{context} failed: {type(exc).__name__}: {exc}".strip()) from exc
+
+
+class Transaction:
+    """The handler's view of the batch's database transaction.
+
+    Write with :meth:`execute` / :meth:`executemany` (the driver's own SQL and placeholders),
+    or use :attr:`connection` directly. Never commit or roll back yourself: the sink commits
+    the handler's writes together with the batch's positions, or rolls both back.
+
+    Attributes:
+        connection: The DB-API 2.0 connection (a ``sqlite3.Connection`` or
+            ``psycopg.Connection``) the transaction runs on.
+        cursor: A cursor of that connection, open for the batch.
+    """
+
+    def __init__(self, connection: Any, cursor: Any) -> None:
+        self.connection = connection
+        self.cursor = cursor
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+        """Run one statement in the batch's transaction; returns the cursor."""
+        self.cursor.execute(sql, params)
+        return self.cursor
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any] | dict[str, Any]]) -> Any:
+        """Run one statement for each row of ``rows``; returns the cursor."""
+        self.cursor.executemany(sql, rows)
+        return self.cursor
+
+
+class Session:
+    """One connection, driven by the sink: begin, positions, savepoints, commit, rollback.
+
+    Args:
+        connection: An open DB-API 2.0 connection.
+        dialect: Its dialect.
+        table: The positions table.
+    """
+
+    def __init__(self, connection: Any, dialect: Dialect, table: str) -> None:
+        self.connection = connection
+        self.dialect = dialect
+        self.table = table
+        self.transaction = Transaction(connection, connection.cursor())
+        self._sql = {
+            name: dialect.sql(getattr(dialect, name), table)
+            for name in ("claim", "advance", "select")
+        }
+
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        cursor = self.transaction.cursor
+        cursor.execute(sql, params)
+        return cursor
+
+    def begin(self) -> None:
+        """Open the batch's transaction (a no-op for drivers that open one implicitly)."""
+        if self.dialect.begin:
+            with translating(self.dialect, "BEGIN"):
+                self._execute(self.dialect.begin)
+
+    def commit(self) -> None:
+        """Commit.
+
+        Raises:
+            DatabaseUnavailableError: The outcome is unknown (re-read the positions).
+            DatabaseError: The database refused the commit.
+        """
+        with translating(self.dialect, "COMMIT"):
+            self.connection.commit()
+
+    def rollback(self) -> None:
+        """Roll back; a connection already gone has nothing left to roll back."""
+        try:
+            self.connection.rollback()
+        except Exception:  # the transaction died with the connection
+            return
+
+    def savepoint(self, name: str) -> None:
+        """``SAVEPOINT name``."""
+        self._execute(f"SAVEPOINT {name}")
+
+    def rollback_to(self, name: str) -> None:
+        """``ROLLBACK TO SAVEPOINT name``."""
+        self._execute(f"ROLLBACK TO SAVEPOINT {name}")
+
+    def release(self, name: str) -> None:
+        """``RELEASE SAVEPOINT name``."""
+        self._execute(f"RELEASE SAVEPOINT {name}")
+
+    def claim(self, group: str, partitions: Sequence[Partition]) -> dict[Partition, Position]:
+        """Bump each partition's epoch and read its position, in one transaction (committed).
+
+        Partitions are locked in sorted order, so two members never wait on each other.
+
+        Raises:
+            DatabaseUnavailableError: Transient (for example a frozen former owner still holds
+                a row lock past ``lock_timeout``); retry.
+            DatabaseError: Otherwise.
+        """
+        with translating(self.dialect, "claiming partitions in the positions table"):
+            try:
+                self.begin()
+                for topic, partition in sorted(partitions):
+                    self._execute(self._sql["claim"], (group, topic, partition))
+                rows = self.read(group)
+                self.connection.commit()
+            except BaseException:
+                self.rollback()
+                raise
+        return {tp: rows[tp] for tp in partitions}
+
+    def read(self, group: str) -> dict[Partition, Position]:
+        """The group's positions (in the current transaction, if one is open)."""
+        with translating(self.dialect, "reading the positions table"):
+            rows = self._execute(self._sql["select"], (group,)).fetchall()
+        return {
+            (str(t), int(p)): Position(n if n is None else int(n), int(e)) for t, p, n, e in rows
+        }
+
+    def advance(
+        self, group: str, ends: dict[Partition, int], epochs: dict[Partition, int]
+    ) -> list[Partition]:
+        """Move each partition's position to its batch end, if its epoch is still ours.
+
+        Returns:
+            The partitions whose epoch changed (fenced: another member claimed them).
+
+        Raises:
+            DatabaseUnavailableError: Transient; the transaction must be rolled back.
+            DatabaseError: Otherwise.
+        """
+        fenced = []
+        with translating(self.dialect, "advancing the positions"):
+            for tp in sorted(ends):
+                topic, partition = tp
+                cursor = self._execute(
+                    self._sql["advance"], (ends[tp], group, topic, partition, epochs[tp])
+                )
+                if cursor.rowcount != 1:
+                    fenced.append(tp)
+        return fenced
+
+    def close(self) -> None:
+        """Close the connection (errors ignored: it may be gone already)."""
+        try:
+            self.connection.close()
+        except Exception:
+            return
+
+
+class Database:
+    """Where the sink writes: a connection factory, its dialect and the positions table.
+
+    Use :func:`sqlite` or :func:`postgresql`; any other DB-API 2.0 driver plugs in with a
+    :class:`~sdk.sink.Dialect` (its upsert and conditional update).
+
+    Args:
+        connect: Opens a new DB-API 2.0 connection (called again after a connection is lost).
+        dialect: ``"sqlite"``, ``"postgresql"`` or a :class:`~sdk.sink.Dialect`.
+        positions_table: The positions table's name (``schema.table`` allowed).
+        create_table: Create the positions table if it does not exist. An existing table
+            with other columns is refused, never altered.
+
+    Raises:
+        ConfigurationError: An unknown dialect or a positions table name that is not a plain
+            SQL identifier.
+    """
+
+    def __init__(
+        self,
+        connect: Callable[[], Any],
+        dialect: str | Dialect,
+        *,
+        positions_table: str = "kafka_sink_positions",
+        create_table: bool = True,
+    ) -> None:
+        if not _IDENTIFIER.match(positions_table):
+            raise ConfigurationError(
+                f"positions_table: {positions_table!r} is not a plain SQL identifier "
+                "(letters, digits, _; optionally schema.table)",
+                field="positions_table",
+            )
+        self.dialect = resolve_dialect(dialect)
+        self.positions_table = positions_table
+        self.create_table = create_table
+        self._connect = connect
+        self._checked = False
+
+    def session(self) -> Session:
+        """Open a connection; the first one creates or checks the positions table.
+
+        Raises:
+            DatabaseUnavailableError: The database refused the connection.
+            DatabaseError: The positions table has other columns than the sink's, or another
+                driver error.
+        """
+        try:
+            connection = self._connect()
+        except Exception as exc:
+            raise DatabaseUnavailableError(
+                f"connecting to the {self.dialect.name} database failed: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        session = Session(connection, self.dialect, self.positions_table)
+        if not self._checked:
+            try:
+                self._check_table(session)
+            except BaseException:
+                session.close()
+                raise
+            self._checked = True
+        return session
+
+    def _check_table(self, session: Session) -> None:
+        table = self.positions_table
+        with translating(self.dialect, f"creating the positions table {table}"):
+            if self.create_table:
+                session.begin()
+                session.transaction.cursor.execute(self.dialect.sql(self.dialect.create, table))
+                session.connection.commit()
+        try:
+            session.transaction.cursor.execute(f"SELECT {_COLUMNS} FROM {table} WHERE 1 = 0")
+            session.transaction.cursor.fetchall()
+            session.connection.rollback()
+        except Exception as exc:
+            session.rollback()
+            if self.dialect.is_transient(exc):
+                raise DatabaseUnavailableError(f"checking {table} failed: {exc}") from exc
+            hint = "" if self.create_table else " (create_table=False: create it first)"
+            raise DatabaseError(
+                f"positions table {table}: missing or not the sink's shape ({exc}){hint}. It "
+                f"needs the columns {_COLUMNS} with the primary key (group_id, topic, "
+                "kafka_partition); the SDK never alters an existing table: rename the old one "
+                "or choose another positions_table (docs/database-sink.md, Migrating)"
+            ) from exc
+
+
+def sqlite(
+    path: str, *, busy_timeout_s: float = 30.0, positions_table: str = "kafka_sink_positions"
+) -> Database:
+    """A SQLite database file, shared safely by several processes (WAL).
+
+    Args:
+        path: The database file.
+        busy_timeout_s: How long a writer waits for another process's write lock.
+        positions_table: The positions table's name.
+    """
+
+    def connect() -> sqlite3.Connection:
+        # isolation_level=None: the sink opens every transaction itself (BEGIN IMMEDIATE)
+        connection = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None)
+        connection.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL mode: a power loss may drop the last commits, but output and positions
+        # together, so the batch is simply consumed again
+        connection.execute("PRAGMA synchronous=NORMAL")
+        return connection
+
+    return Database(connect, "sqlite", positions_table=positions_table)
+
+
+def postgresql(
+    conninfo: str,
+    *,
+    idle_in_transaction_timeout_s: float = 60.0,
+    lock_timeout_s: float = 10.0,
+    connect_timeout_s: float = 10.0,
+    positions_table: str = "kafka_sink_positions",
+) -> Database:
+    """A PostgreSQL database through psycopg 3 (``pip install kafka-semantics[postgres]``).
+
+    Args:
+        conninfo: A libpq connection string or URI.
+        idle_in_transaction_timeout_s: The server ends a session that sits inside a
+            transaction this long without a statement (a frozen member holding the positions
+            rows' locks), so the partitions' new owner is never stalled for longer. Keep it
+            above the handler's longest pause between statements.
+        lock_timeout_s: A statement waits this long for a row lock before it fails (and the
+            sink retries).
+        connect_timeout_s: libpq's connect timeout.
+        positions_table: The positions table's name.
+
+    Raises:
+        ConfigurationError: psycopg is not installed.
+    """
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise ConfigurationError(
+            "the postgresql sink needs psycopg 3: pip install 'kafka-semantics[postgres]'",
+            field="database",
+        ) from exc
+    settings = (
+        f"-c idle_in_transaction_session_timeout={int(idle_in_transaction_timeout_s * 1000)} "
+        f"-c lock_timeout={int(lock_timeout_s * 1000)}"
+    )
+
+    def connect() -> Any:
+        return psycopg.connect(
+            conninfo, options=settings, connect_timeout=max(1, int(connect_timeout_s))
+        )
+
+    return Database(connect, "postgresql", positions_table=positions_table)

@@ -1,0 +1,135 @@
+"""What a database must provide to the sink: transactions, an upsert and a conditional update.
+
+A :class:`Dialect` holds the SQL the positions table needs, in the driver's parameter style, and
+says which driver errors are *transient* (the connection is gone, a lock wait timed out, a
+deadlock was broken): those roll the batch back and are retried; any other error the handler
+raises is the handler's failure and goes to the failure policy.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sdk.errors import ConfigurationError
+
+__all__ = ["DIALECTS", "Dialect", "resolve_dialect"]
+
+
+def _sqlite_transient(exc: BaseException) -> bool:
+    # "database is locked" / "database table is locked": another writer held the lock past
+    # busy_timeout. Other OperationalErrors (no such table, syntax) are the caller's bug.
+    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+
+
+def _postgresql_transient(exc: BaseException) -> bool:
+    try:
+        import psycopg
+        from psycopg import errors
+    except ImportError:  # pragma: no cover - the dialect is only used with psycopg
+        return False
+    # IdleInTransactionSessionTimeout is not an OperationalError: the server ended the session
+    # of a member that sat in a transaction too long (a frozen zombie); the transaction is gone.
+    return isinstance(
+        exc,
+        psycopg.OperationalError | psycopg.InterfaceError | errors.IdleInTransactionSessionTimeout,
+    )
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """The SQL of the positions table for one database, and its transient errors.
+
+    Every statement is a template with ``{table}`` and ``{p}`` (the driver's placeholder).
+    Columns: ``group_id``, ``topic``, ``kafka_partition``, ``next_offset`` (NULL until the
+    first batch commits), ``epoch`` and ``updated_at``; primary key
+    ``(group_id, topic, kafka_partition)``.
+
+    Attributes:
+        name: The dialect's name (``sqlite``, ``postgresql``).
+        placeholder: The driver's parameter marker (``?`` for sqlite3, ``%s`` for psycopg).
+        create: ``CREATE TABLE IF NOT EXISTS`` of the positions table.
+        claim: Insert the partition's row with epoch 1, or add 1 to the existing row's epoch
+            (an upsert that takes the row lock). Parameters: group, topic, partition.
+        advance: Set ``next_offset`` only if ``epoch`` is still the one the member claimed
+            (a conditional update; rowcount 0 means fenced). Parameters: next_offset, group,
+            topic, partition, epoch.
+        select: The group's rows. Parameter: group.
+        begin: The statement that opens a transaction, or None when the driver opens one
+            implicitly (DB-API 2.0 default).
+        is_transient: Whether a driver error is transient (retry the batch) rather than a
+            failure of the handler.
+    """
+
+    name: str
+    placeholder: str
+    create: str
+    claim: str = (
+        "INSERT INTO {table} (group_id, topic, kafka_partition, next_offset, epoch) "
+        "VALUES ({p}, {p}, {p}, NULL, 1) ON CONFLICT (group_id, topic, kafka_partition) "
+        "DO UPDATE SET epoch = {table}.epoch + 1, updated_at = CURRENT_TIMESTAMP"
+    )
+    advance: str = (
+        "UPDATE {table} SET next_offset = {p}, updated_at = CURRENT_TIMESTAMP "
+        "WHERE group_id = {p} AND topic = {p} AND kafka_partition = {p} AND epoch = {p}"
+    )
+    select: str = (
+        "SELECT topic, kafka_partition, next_offset, epoch FROM {table} WHERE group_id = {p}"
+    )
+    begin: str | None = None
+    is_transient: Callable[[BaseException], bool] = field(default=lambda exc: False)
+
+    def sql(self, statement: str, table: str) -> str:
+        """Fill a template with the table name and the placeholder."""
+        return statement.format(table=table, p=self.placeholder)
+
+
+_SQLITE = Dialect(
+    name="sqlite",
+    placeholder="?",
+    create=(
+        "CREATE TABLE IF NOT EXISTS {table} (group_id TEXT NOT NULL, topic TEXT NOT NULL, "
+        "kafka_partition INTEGER NOT NULL, next_offset INTEGER, epoch INTEGER NOT NULL, "
+        "updated_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP, "
+        "PRIMARY KEY (group_id, topic, kafka_partition))"
+    ),
+    # IMMEDIATE takes the write lock up front (waiting busy_timeout): a deferred transaction
+    # that reads first and writes later fails at once with SQLITE_BUSY when another process
+    # committed in between, instead of waiting.
+    begin="BEGIN IMMEDIATE",
+    is_transient=_sqlite_transient,
+)
+
+_POSTGRESQL = Dialect(
+    name="postgresql",
+    placeholder="%s",
+    create=(
+        "CREATE TABLE IF NOT EXISTS {table} (group_id TEXT NOT NULL, topic TEXT NOT NULL, "
+        "kafka_partition INTEGER NOT NULL, next_offset BIGINT, epoch BIGINT NOT NULL, "
+        "updated_at TIMESTAMPTZ NOT NULL DEFAULT now(), "
+        "PRIMARY KEY (group_id, topic, kafka_partition))"
+    ),
+    is_transient=_postgresql_transient,
+)
+
+DIALECTS: dict[str, Dialect] = {"sqlite": _SQLITE, "postgresql": _POSTGRESQL}
+"""The built-in dialects by name."""
+
+
+def resolve_dialect(value: str | Dialect) -> Dialect:
+    """A dialect by name (``sqlite``, ``postgresql``; ``postgres`` too) or as given.
+
+    Raises:
+        ConfigurationError: An unknown name (the message lists the valid ones).
+    """
+    if isinstance(value, Dialect):
+        return value
+    name = {"postgres": "postgresql", "sqlite3": "sqlite"}.get(value, value)
+    if name not in DIALECTS:
+        raise ConfigurationError(
+            f"dialect: unknown dialect {value!r}; valid: {', '.join(sorted(DIALECTS))}, or a "
+            "sdk.sink.Dialect for another DB-API 2.0 driver",
+            field="dialect",
+        )
+    return DIALECTS[name]

@@ -1,0 +1,580 @@
+"""The database sink: each polled batch is one database transaction with its positions."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
+from typing import Any, Literal
+
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, TopicPartition
+
+from sdk._client import ConsumerClient, call_kafka, translating
+from sdk._signals import sigterm_stops
+from sdk.consumer._failure import FailurePath
+from sdk.consumer._health import ClientHealth, poll_records
+from sdk.errors import (
+    ClosedError,
+    ConfigurationError,
+    DatabaseUnavailableError,
+    KafkaClientError,
+)
+from sdk.lifecycle import Lifecycle
+from sdk.profiles import ConsumerProfile, Guarantee
+from sdk.serialization import Deserializer
+from sdk.sink._batch import BatchBody, SinkHandler, Transient
+from sdk.sink._database import Database, Position, Session
+from sdk.sink._records import BatchSinkHandler, SinkStats
+
+__all__ = ["DatabaseSink"]
+
+_log = logging.getLogger("sdk.sink")
+Partition = tuple[str, int]
+
+
+class DatabaseSink:
+    """Consume into a database; each polled batch is one database transaction.
+
+    With an ``exactly_once`` profile the batch's writes and the next offset of every partition
+    in it are committed **together**, in a positions table of the same database, and the sink
+    resumes from the positions found there (never from Kafka's committed offsets):
+
+    1. On assignment, one transaction bumps each partition's *epoch* in the positions table
+       and reads its position; the consumer starts there.
+    2. For each batch: begin; move each partition's position to the batch's end, **only if its
+       epoch is still the one this member claimed** (otherwise the member was replaced — it is
+       *fenced*: the transaction is rolled back and the partition paused until the group
+       hands it out again); run the handler in the same transaction; commit.
+    3. After the database commit, the same offsets are committed to Kafka, asynchronously and
+       as advice only, so lag tooling keeps working.
+
+    With an ``at_least_once`` profile there is no positions table: the batch's transaction
+    commits, then its offsets are committed to Kafka synchronously; a crash between the two
+    repeats the batch (duplicates when the writes are plain INSERTs).
+
+    A failing handler rolls its savepoint back and goes through ``profile.failure``: the
+    batch is retried, then handled record by record, so a poison record is dead-lettered (its
+    offset advances only after the dead-letter topic acknowledged it) or stops the run. A
+    transient database error (connection lost or refused, a lock wait timeout, a session the
+    server ended) rolls the batch back, waits with backoff, re-reads the positions and goes on;
+    after ``retry_timeout_s`` of failures the run raises
+    :class:`~sdk.errors.DatabaseUnavailableError`.
+
+    Example::
+
+        database = sdk.sink.postgresql("postgresql://app@db/orders")
+        with DatabaseSink(profile, ["orders"], database, value_deserializer="json") as sink:
+            sink.run(lambda record, tx: tx.execute(
+                "INSERT INTO orders (id, body) VALUES (%s, %s)",
+                (record.value["id"], json.dumps(record.value))))
+
+    Args:
+        profile: A consumer profile, ``exactly_once`` or ``at_least_once``.
+        topics: Topics to subscribe to.
+        database: Where the output and the positions live (:func:`sdk.sink.sqlite`,
+            :func:`sdk.sink.postgresql`, or a :class:`~sdk.sink.Database`).
+        key_deserializer: Name (``bytes``, ``str``, ``json``) or ``(data, topic) -> object``.
+        value_deserializer: Same, for values.
+        dead_letter_producer_config: Extra librdkafka keys for the dead-letter producer.
+        first_start: Where a partition without a row in the positions table starts:
+            ``"committed"`` (Kafka's committed offset of the group, else
+            ``auto_offset_reset``: the migration path from an at-least-once consumer) or
+            ``"reset"`` (``auto_offset_reset`` only).
+        poll_timeout_s: Longest wait of one poll; bounds how late :meth:`stop` is noticed.
+        retry_timeout_s: How long transient database errors are retried before the run
+            raises. Keep it above PostgreSQL's ``idle_in_transaction_timeout_s``, so a new
+            owner outwaits a frozen former owner's locks.
+        client_factory: Builds the Kafka client from the rendered config.
+
+    Raises:
+        ConfigurationError: An ``at_most_once`` profile, no topics, an unknown deserializer,
+            ``first_start="reset"`` with ``auto_offset_reset="error"``, or a bad dead-letter
+            producer config.
+    """
+
+    def __init__(
+        self,
+        profile: ConsumerProfile,
+        topics: Sequence[str],
+        database: Database,
+        *,
+        key_deserializer: str | Deserializer = "bytes",
+        value_deserializer: str | Deserializer = "bytes",
+        dead_letter_producer_config: Mapping[str, Any] | None = None,
+        first_start: Literal["committed", "reset"] = "committed",
+        poll_timeout_s: float = 0.2,
+        retry_timeout_s: float = 120.0,
+        client_factory: Callable[[dict[str, Any]], ConsumerClient] | None = None,
+    ) -> None:
+        if profile.guarantee is Guarantee.AT_MOST_ONCE:
+            raise ConfigurationError(
+                "guarantee: a database sink is exactly_once (positions in the database) or "
+                "at_least_once; for at_most_once use sdk.Consumer and write in the handler",
+                field="guarantee",
+            )
+        names = [topics] if isinstance(topics, str) else list(topics)
+        if not names or not all(isinstance(t, str) and t for t in names):
+            raise ConfigurationError(
+                "topics: give at least one non-empty topic name", field="topics"
+            )
+        if first_start not in ("committed", "reset"):
+            raise ConfigurationError(
+                f"first_start: {first_start!r}; valid: committed, reset", field="first_start"
+            )
+        if first_start == "reset" and profile.auto_offset_reset == "error":
+            raise ConfigurationError(
+                "first_start: 'reset' needs auto_offset_reset earliest or latest",
+                field="first_start",
+            )
+        if not isinstance(database, Database):
+            raise ConfigurationError(
+                "database: expected a sdk.sink.Database (sdk.sink.sqlite(...), "
+                f"sdk.sink.postgresql(...)), got {type(database).__name__}",
+                field="database",
+            )
+        self.profile = profile
+        self.guarantee = profile.guarantee
+        self.topics = names
+        self.database = database
+        self.stats = SinkStats()
+        self._eos = profile.guarantee is Guarantee.EXACTLY_ONCE
+        self._group = profile.group_id
+        self._failure = FailurePath(
+            profile, self.stats, key_deserializer, value_deserializer, dead_letter_producer_config
+        )
+        self._body = BatchBody(self._failure, self._count_retry)
+        self._health = ClientHealth(self.stats)
+        if first_start == "committed":
+            self._start_offset = OFFSET_INVALID  # librdkafka: committed, else auto.offset.reset
+        else:
+            self._start_offset = (
+                OFFSET_BEGINNING if profile.auto_offset_reset == "earliest" else OFFSET_END
+            )
+        self._poll_timeout = poll_timeout_s
+        self._retry_timeout = retry_timeout_s
+        self._factory = client_factory
+        self._client: ConsumerClient | None = None
+        self._session: Session | None = None
+        self._state = Lifecycle.NEW
+        self._stop = threading.Event()
+        self._epochs: dict[Partition, int] = {}  # exactly_once: the claims this member holds
+        self._positions: dict[Partition, int] = {}  # committed next offsets, as last known
+        self._first_seen: dict[Partition, int] = {}  # where a partition without position began
+        self._callback_error: BaseException | None = None
+        self._failing_since: float | None = None
+        self._stale = False  # a transaction failed transiently: re-read positions first
+        config = profile.render()
+        strategy = str(config.get("partition.assignment.strategy", ""))
+        self._incremental = config.get("group.protocol") == "consumer" or "cooperative" in strategy
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def state(self) -> Lifecycle:
+        """Where the sink is in its lifecycle (NEW, OPEN, CLOSED)."""
+        return self._state
+
+    @property
+    def assignment(self) -> list[Partition]:
+        """The partitions this member owns now (exactly_once: holds the claim for), sorted."""
+        return sorted(self._epochs) if self._eos else sorted(self._positions)
+
+    def __enter__(self) -> DatabaseSink:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def stop(self) -> None:
+        """Make the current run return after the batch in hand; thread- and signal-safe."""
+        self._stop.set()
+
+    def close(self) -> None:
+        """Leave the group and release the Kafka client, the connection and the DLQ producer.
+
+        Idempotent. Nothing is left to commit: every batch was committed or rolled back.
+        """
+        if self._state is Lifecycle.CLOSED:
+            return
+        self._stop.set()
+        self._state = Lifecycle.CLOSED
+        client, self._client = self._client, None
+        session, self._session = self._session, None
+        try:
+            if client is not None:
+                with suppress(Exception):
+                    client.close()
+        finally:
+            if session is not None:
+                session.close()
+            self._failure.close()
+
+    # ------------------------------------------------------------------ public loops
+    def run(
+        self,
+        handler: SinkHandler | Callable[[Any, Any], Any],
+        *,
+        max_records: int | None = None,
+        idle_timeout_s: float | None = None,
+        handle_sigterm: bool | None = None,
+    ) -> SinkStats:
+        """Call ``handler(record, tx)`` for each record; commit each polled batch at once.
+
+        Args:
+            handler: Writes one record through ``tx`` (a :class:`~sdk.sink.Transaction`).
+            max_records: Return after taking this many records from Kafka.
+            idle_timeout_s: Return after this many seconds without a record (counted from the
+                latest assignment).
+            handle_sigterm: SIGTERM calls :meth:`stop` (None: in the main thread, unless the
+                application has its own handler).
+
+        Returns:
+            The counters (cumulative over runs).
+
+        Raises:
+            ClosedError: The sink is closed.
+            HandlerError: A record failed every attempt and ``on_failure="stop"`` (its batch
+                was rolled back; nothing of it is committed).
+            SerializationError: A poison pill with ``on_failure="stop"``.
+            DatabaseUnavailableError: Transient database errors for longer than
+                ``retry_timeout_s``.
+            DatabaseError: The positions table is not the sink's, or another database error.
+            KafkaClientError: A fatal client error, or a dead-letter record not acknowledged.
+        """
+        self._loop(handler, True, max_records, idle_timeout_s, handle_sigterm)
+        return self.stats
+
+    def run_batch(
+        self,
+        handler: BatchSinkHandler | Callable[[Any, Any], Any],
+        *,
+        max_records: int | None = None,
+        idle_timeout_s: float | None = None,
+        handle_sigterm: bool | None = None,
+    ) -> SinkStats:
+        """Like :meth:`run`, but ``handler(records, tx)`` gets each polled batch at once.
+
+        A failing batch is retried as a whole per ``profile.failure``, then record by record
+        (``handler([record], tx)``), so one poison record is isolated.
+
+        Raises:
+            ClosedError: See :meth:`run`.
+            HandlerError: See :meth:`run`.
+            SerializationError: See :meth:`run`.
+            DatabaseUnavailableError: See :meth:`run`.
+            DatabaseError: See :meth:`run`.
+            KafkaClientError: See :meth:`run`.
+        """
+        self._loop(handler, False, max_records, idle_timeout_s, handle_sigterm)
+        return self.stats
+
+    # ------------------------------------------------------------------ the loop
+    def _loop(
+        self,
+        handler: Callable[[Any, Any], Any],
+        per_record: bool,
+        max_records: int | None,
+        idle_s: float | None,
+        handle_sigterm: bool | None,
+    ) -> None:
+        with sigterm_stops(self.stop, handle_sigterm):
+            client = self._open()
+            try:
+                taken = 0
+                last = time.monotonic()
+                while not self._stop.is_set():
+                    self._raise_callback_error()
+                    if self._stale:
+                        self._resync(client)
+                    limit = self.profile.batch_size
+                    if max_records is not None:
+                        limit = min(limit, max_records - taken)
+                        if limit <= 0:
+                            return
+                    messages = poll_records(
+                        client, limit, self._poll_timeout, self._health, self.stats, self.topics
+                    )
+                    self._raise_callback_error()
+                    if not messages:
+                        if idle_s is not None and self._health.idle_for(last) >= idle_s:
+                            self._health.raise_if_never_joined()
+                            return
+                        continue
+                    last = time.monotonic()
+                    taken += len(messages)
+                    self.stats.polled += len(messages)
+                    batch = self._owned(messages)
+                    if batch:
+                        self._write(client, handler, batch, per_record)
+            finally:
+                self._stop.clear()
+
+    def _open(self) -> ConsumerClient:
+        if self._state is Lifecycle.CLOSED:
+            raise ClosedError("this DatabaseSink is closed; create a new one")
+        if self._client is None:
+            self._connected()  # creates or checks the positions table before joining
+            factory = self._factory
+            if factory is None:
+                from confluent_kafka import Consumer as _Client
+
+                factory = _Client
+            config: dict[str, Any] = dict(self.profile.render())
+            config["error_cb"] = self._health.on_error
+            try:
+                client = factory(config)
+            except Exception as exc:
+                raise ConfigurationError(
+                    f"librdkafka refused the consumer configuration: {exc}"
+                ) from exc
+            client.subscribe(
+                self.topics,
+                on_assign=self._on_assign,
+                on_revoke=self._on_revoke,
+                on_lost=self._on_lost,
+            )
+            self._client = client
+            self._state = Lifecycle.OPEN
+        return self._client
+
+    def _owned(self, messages: list[Any]) -> list[Any]:
+        """The records to handle: of partitions this member holds, at or above the position."""
+        positions, epochs, eos = self._positions, self._epochs, self._eos
+        out = []
+        for message in messages:
+            key = (message.topic(), message.partition())
+            if eos and key not in epochs:
+                continue  # fenced or revoked: its records belong to the new owner
+            position = positions.get(key)
+            if position is None:
+                self._first_seen.setdefault(key, message.offset())
+            elif message.offset() < position:
+                self.stats.redelivered += 1
+                continue
+            out.append(message)
+        return out
+
+    def _write(
+        self,
+        client: ConsumerClient,
+        handler: Callable[[Any, Any], Any],
+        messages: list[Any],
+        per_record: bool,
+    ) -> None:
+        """One batch, one transaction: positions (fenced), the handler's writes, commit."""
+        ends: dict[Partition, int] = {}
+        for message in messages:
+            ends[(message.topic(), message.partition())] = message.offset() + 1
+        try:
+            session = self._connected()
+            session.begin()
+            if self._eos:
+                fenced = session.advance(self._group, ends, self._epochs)
+                if fenced:
+                    session.rollback()
+                    self._fence(client, fenced)
+                    self._rewind(client, [tp for tp in ends if tp not in fenced])
+                    return
+            self._body.write(session, handler, messages, per_record=per_record)
+            session.commit()
+        except Transient as exc:
+            self._transient(exc.error)
+            return
+        except DatabaseUnavailableError as exc:
+            self._transient(exc)
+            return
+        except BaseException:
+            if self._session is not None:
+                self._session.rollback()
+            self._rewind(client, list(ends))
+            raise
+        self._failing_since = None
+        self.stats.transactions += 1
+        self._positions.update(ends)
+        self._commit_to_kafka(client, ends)
+
+    def _commit_to_kafka(self, client: ConsumerClient, ends: dict[Partition, int]) -> None:
+        offsets = [TopicPartition(t, p, o) for (t, p), o in ends.items()]
+        if self._eos:  # advice for lag tooling only: the database holds the positions
+            untyped: Any = client  # the Protocol declares only the synchronous commit
+            with suppress(Exception):
+                untyped.commit(offsets=offsets, asynchronous=True)
+            self.stats.commits += 1
+            return
+        try:  # at_least_once: after the database commit; a crash before it repeats the batch
+            call_kafka(
+                lambda: client.commit(offsets=offsets, asynchronous=False),
+                context="commit after the database commit",
+                commit=True,
+            )
+        except KafkaClientError as exc:  # revoked meanwhile: the new owner repeats the batch
+            self.stats.note(str(exc))
+            return
+        self.stats.commits += 1
+
+    # ------------------------------------------------------------------ database failures
+    def _connected(self) -> Session:
+        if self._session is None:
+            self._session = self.database.session()
+        return self._session
+
+    def _transient(self, error: DatabaseUnavailableError) -> None:
+        """Roll back, drop the connection, wait; the next turn re-reads the positions.
+
+        Raises:
+            DatabaseUnavailableError: The errors have lasted ``retry_timeout_s``.
+        """
+        session, self._session = self._session, None
+        if session is not None:
+            session.rollback()
+            session.close()
+        self.stats.database_retries += 1
+        self.stats.note(str(error))
+        _log.warning("database: %s; retrying", error)
+        now = time.monotonic()
+        if self._failing_since is None:
+            self._failing_since = now
+        elif now - self._failing_since > self._retry_timeout:
+            raise error
+        self._stale = True
+        time.sleep(min(5.0, 0.1 * 2 ** min(self.stats.database_retries, 6)))
+
+    def _retrying(self, call: Callable[[Session], Any]) -> Any:
+        """``call(session)``, retried on transient errors for up to ``retry_timeout_s``."""
+        while True:
+            try:
+                return call(self._connected())
+            except DatabaseUnavailableError as exc:
+                self._transient(exc)
+                if self._stop.is_set() and self._state is Lifecycle.CLOSED:
+                    raise
+
+    def _resync(self, client: ConsumerClient) -> None:
+        """After a failed transaction: find what committed, drop lost claims, seek back."""
+        self._stale = False
+        if not self._eos:
+            self._rewind(client, list(self._positions) + list(self._first_seen))
+            return
+
+        def read(session: Session) -> dict[Partition, Position]:
+            try:
+                return session.read(self._group)
+            finally:
+                session.rollback()
+
+        rows = self._retrying(read)
+        self._stale = False
+        lost = [
+            tp for tp, epoch in self._epochs.items() if tp not in rows or rows[tp].epoch != epoch
+        ]
+        if lost:
+            self._fence(client, lost)
+        for tp in self._epochs:
+            offset = rows[tp].next_offset
+            if offset is not None:
+                self._positions[tp] = offset
+        self._rewind(client, list(self._epochs))
+
+    def _fence(self, client: ConsumerClient, partitions: list[Partition]) -> None:
+        """Another member claimed these partitions: stop handling them until reassigned."""
+        self.stats.fenced += 1
+        _log.warning(
+            "fenced: %s were claimed by another member; the batch was rolled back",
+            ", ".join(f"{t}[{p}]" for t, p in sorted(partitions)),
+        )
+        for tp in partitions:
+            self._epochs.pop(tp, None)
+            self._positions.pop(tp, None)
+            self._first_seen.pop(tp, None)
+        with suppress(Exception):
+            client.pause([TopicPartition(t, p) for t, p in partitions])
+
+    def _rewind(self, client: ConsumerClient, partitions: list[Partition]) -> None:
+        """Seek partitions back to their committed position (their batch was not committed)."""
+        targets: dict[Partition, int] = {}
+        missing: list[Partition] = []
+        for tp in dict.fromkeys(partitions):
+            offset = self._positions.get(tp, self._first_seen.get(tp))
+            if offset is None:
+                missing.append(tp)
+            else:
+                targets[tp] = offset
+        if missing and not self._eos:  # at_least_once: Kafka's committed offsets
+            committed = call_kafka(
+                lambda: client.committed([TopicPartition(t, p) for t, p in missing], 10.0),
+                context="committed",
+            )
+            for found in committed:
+                if found.offset >= 0:
+                    targets[(found.topic, found.partition)] = found.offset
+        for (topic, partition), offset in targets.items():
+            target = TopicPartition(topic, partition, offset)
+            try:
+                with translating(f"seek {topic}[{partition}]"):
+                    client.seek(target)
+            except KafkaClientError:  # not fetching yet: assigning again sets the position
+                with suppress(Exception):
+                    client.incremental_unassign([target])
+                    client.incremental_assign([target])
+            self.stats.rewinds += 1
+
+    # ------------------------------------------------------------------ rebalance callbacks
+    def _on_assign(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
+        self._health.assigned()
+        keys = [(tp.topic, tp.partition) for tp in partitions]
+        if not self._eos:
+            return  # librdkafka assigns at the committed offsets
+        try:
+            claimed: dict[Partition, Position] = (
+                self._retrying(lambda session: session.claim(self._group, keys)) if keys else {}
+            )
+        except BaseException as exc:  # raised by the loop; the partitions stay unclaimed
+            self._callback_error = exc
+            claimed = {}
+        if keys and claimed:
+            self.stats.claims += 1
+        for part in partitions:
+            key = (part.topic, part.partition)
+            position = claimed.get(key)
+            if position is None:
+                continue
+            self._epochs[key] = position.epoch
+            self._first_seen.pop(key, None)
+            if position.next_offset is None:
+                self._positions.pop(key, None)
+                part.offset = self._start_offset
+            else:
+                self._positions[key] = position.next_offset
+                part.offset = position.next_offset
+        if self._incremental:
+            consumer.incremental_assign(partitions)
+        else:
+            consumer.assign(partitions)
+        if self._callback_error is not None:
+            with suppress(Exception):
+                consumer.pause(partitions)
+
+    def _released(self, partitions: list[Any]) -> None:
+        for tp in partitions:
+            key = (tp.topic, tp.partition)
+            self._epochs.pop(key, None)
+            self._positions.pop(key, None)
+            self._first_seen.pop(key, None)
+
+    def _on_revoke(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
+        # nothing is in flight: a batch is committed or rolled back before the next poll
+        self.stats.revoked += 1
+        self._released(partitions)
+
+    def _on_lost(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
+        self.stats.lost += 1
+        self._released(partitions)
+
+    def _raise_callback_error(self) -> None:
+        if self._callback_error is not None:
+            error, self._callback_error = self._callback_error, None
+            raise error
+
+    def _count_retry(self) -> None:
+        self.stats.retries += 1
