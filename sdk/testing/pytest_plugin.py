@@ -10,6 +10,8 @@ Fixtures:
     make_topic: factory ``make_topic(partitions=1, *, cluster=None, replication_factor=-1,
         config=None) -> name`` creating a uuid-named topic (on ``kafka_cluster`` by default).
     make_group: factory ``make_group(prefix="g") -> name`` returning a uuid-named group id.
+    postgres: session-scoped :class:`~sdk.testing.postgres.PostgresServer`, started on first use.
+    postgres_uri: URI of a fresh uuid-named database on ``postgres``, dropped after the test.
 """
 
 from __future__ import annotations
@@ -23,8 +25,17 @@ import pytest
 from sdk.testing.admin import create_topic
 from sdk.testing.backends import KafkaBackend, open_cluster
 from sdk.testing.cluster import LocalCluster
+from sdk.testing.postgres import PostgresServer
 
-__all__ = ["kafka_cluster", "kafka_cluster3", "make_group", "make_topic", "require_local"]
+__all__ = [
+    "kafka_cluster",
+    "kafka_cluster3",
+    "make_group",
+    "make_topic",
+    "postgres",
+    "postgres_uri",
+    "require_local",
+]
 
 
 def require_local(cluster: KafkaBackend) -> LocalCluster:
@@ -83,3 +94,21 @@ def make_group() -> Callable[..., str]:
         return f"{prefix}-{uuid.uuid4().hex[:12]}"
 
     return factory
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL server shared by the whole test session (only sessions that ask start one)."""
+    with PostgresServer() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_uri(postgres: PostgresServer) -> Iterator[str]:
+    """URI of a fresh database for this test alone, on the session's ``postgres`` server."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    uri = postgres.create_database(name)
+    yield uri
+    # a test may have stopped the server on purpose; its database went with it then
+    if postgres.is_running():
+        postgres.drop_database(name)
