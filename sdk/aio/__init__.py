@@ -10,6 +10,9 @@
 * :class:`AsyncProcessor` — read-process-write with an async handler; the sync
   :class:`~sdk.processor.Processor` (one transactional session) runs unchanged in one worker
   thread; a cancellation aborts its open transaction.
+* :class:`AsyncDatabaseSink` — exactly-once into a database with an async driver
+  (:func:`async_postgresql`); the sync :class:`~sdk.sink.DatabaseSink` runs unchanged in one
+  worker thread, its statements and the handler on the loop, on one connection.
 
 See docs/asyncio.md.
 """
@@ -17,5 +20,14 @@ See docs/asyncio.md.
 from sdk.aio._consumer import AsyncConsumer
 from sdk.aio._processor import AsyncProcessor
 from sdk.aio._producer import AsyncProducer
+from sdk.aio._sink import AsyncDatabase, AsyncDatabaseSink, AsyncTransaction, async_postgresql
 
-__all__ = ["AsyncConsumer", "AsyncProcessor", "AsyncProducer"]
+__all__ = [
+    "AsyncConsumer",
+    "AsyncDatabase",
+    "AsyncDatabaseSink",
+    "AsyncProcessor",
+    "AsyncProducer",
+    "AsyncTransaction",
+    "async_postgresql",
+]

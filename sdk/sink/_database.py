@@ -18,7 +18,15 @@ from typing import Any
 from sdk.errors import ConfigurationError, DatabaseError, DatabaseUnavailableError
 from sdk.sink._dialects import Dialect, resolve_dialect
 
-__all__ = ["Database", "Position", "Session", "Transaction", "postgresql", "sqlite"]
+__all__ = [
+    "Database",
+    "Position",
+    "Session",
+    "Transaction",
+    "postgresql",
+    "postgresql_options",
+    "sqlite",
+]
 
 Partition = tuple[str, int]
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
@@ -291,6 +299,14 @@ class Database:
             ) from exc
 
 
+def postgresql_options(idle_in_transaction_timeout_s: float, lock_timeout_s: float) -> str:
+    """Libpq ``options``: the session timeouts that bound a frozen member's row locks."""
+    return (
+        f"-c idle_in_transaction_session_timeout={int(idle_in_transaction_timeout_s * 1000)} "
+        f"-c lock_timeout={int(lock_timeout_s * 1000)}"
+    )
+
+
 def sqlite(
     path: str, *, busy_timeout_s: float = 30.0, positions_table: str = "kafka_sink_positions"
 ) -> Database:
@@ -345,10 +361,7 @@ def postgresql(
             "the postgresql sink needs psycopg 3: pip install 'kafka-semantics[postgres]'",
             field="database",
         ) from exc
-    settings = (
-        f"-c idle_in_transaction_session_timeout={int(idle_in_transaction_timeout_s * 1000)} "
-        f"-c lock_timeout={int(lock_timeout_s * 1000)}"
-    )
+    settings = postgresql_options(idle_in_transaction_timeout_s, lock_timeout_s)
 
     def connect() -> Any:
         return psycopg.connect(
