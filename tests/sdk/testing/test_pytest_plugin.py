@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = ("kafka_cluster", "kafka_cluster3", "make_topic", "make_group")
+FIXTURES = (
+    "kafka_cluster",
+    "kafka_cluster3",
+    "make_topic",
+    "make_group",
+    "postgres",
+    "postgres_uri",
+)
 
 
 def _fixtures_of(project: Path) -> str:
