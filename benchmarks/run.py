@@ -15,6 +15,7 @@ Examples::
     .venv/bin/python -m benchmarks.run --only producer,consumer,rpw,memory   # the SDK's paths
     .venv/bin/python -m benchmarks.run --quick          # 100,000 records, 1 run
     .venv/bin/python -m benchmarks.run --only producer --sizes 100 --no-docs
+    .venv/bin/python -m benchmarks.run --only sink --sizes 100 --no-docs   # not in "every"
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from benchmarks import _aio, _consumers, _harness, _producers, _queue, _rpw
+from benchmarks import _aio, _consumers, _harness, _producers, _queue, _rpw, _sink
 from benchmarks._harness import (
     CPU_KEYS,
     Result,
@@ -102,6 +103,8 @@ TARGETS: list[tuple[str, str, str, Target]] = [
     ("asyncio producer", "SDK AsyncProducer at_least_once", "SDK Producer at_least_once", None),
     ("read-process-write", "SDK AsyncProcessor exactly_once", "SDK Processor exactly_once", None),
     ("consumer", "SDK AsyncConsumer at_least_once run", "SDK at_least_once run", None),
+    ("sink", _sink.SINK, _sink.HAND_WRITTEN, 0.9),
+    ("sink", _sink.SINK, _sink.AT_LEAST_ONCE, None),
     *[
         ("queue", _queue.label("sdk", w), _queue.label(peer, w), target)
         for w in (1, 4)
@@ -124,7 +127,7 @@ def _cases(args: argparse.Namespace, bs: str, size: int) -> list[tuple[str, Call
     n, slow_n, rpw_n = args.records, min(args.records, args.slow_peer_records), args.rpw_records
     # the producer cases build their own payloads in their child processes: only the groups
     # that fill topics or produce in-process need them here (1 GB at 1 KB)
-    data = payloads(n, size) if args.only & {"consumer", "rpw", "aio", "queue"} else []
+    data = payloads(n, size) if args.only & {"consumer", "rpw", "aio", "queue", "sink"} else []
     cases: list[tuple[str, Callable[[], Any]]] = []
     if "producer" in args.only:
         fresh = _producers.in_fresh_process  # each in a new interpreter (see its docstring)
@@ -227,6 +230,17 @@ def _cases(args: argparse.Namespace, bs: str, size: int) -> list[tuple[str, Call
             )
             for workers in (1, 4)
             for kind in ("raw", "sdk", "group")
+        ]
+    if "sink" in args.only:
+        sink_source, sink_n, uri = topic(bs), args.sink_records, args.postgres_uri
+        fill(bs, sink_source, data[:sink_n])
+        cases += [
+            (label, lambda case=case: case(bs, sink_source, uri, sink_n, size))  # type: ignore[misc]
+            for label, case in (
+                ("DatabaseSink eos", _sink.sink),
+                ("hand-written sink eos", _sink.hand_written),
+                ("Consumer alo sink", _sink.at_least_once),
+            )
         ]
     return cases
 
@@ -409,6 +423,7 @@ def _markdown(
         f" and consumer case ({min(args.records, args.slow_peer_records):,} for kafka-python"
         f" and aiokafka), {args.rpw_records:,} per read-process-write case"
         + (f", {args.records * QUEUE_PASSES:,} per queue case" if "queue" in args.only else "")
+        + (f", {args.sink_records:,} per sink case" if "sink" in args.only else "")
         + f"; fetch.queue.backoff.ms {args.fetch_backoff_ms} on every consumer.",
         "",
         *_ratio_table(ratios, every=False),
@@ -446,6 +461,7 @@ BACK_TO_BACK: tuple[tuple[str, ...], ...] = (
     ("SDK AsyncProducer", "raw AIOProducer"),
     ("queue raw x1", "queue sdk x1"),
     ("queue raw x4", "queue sdk x4"),
+    ("DatabaseSink eos", "hand-written sink eos", "Consumer alo sink"),
 )
 """Case labels that run back to back in every repetition: each target's SDK case and its peers.
 
@@ -477,7 +493,7 @@ def _blocks(
     return blocks
 
 
-WARM_UP = ("raw ", "hand-written eos", "queue raw x1")
+WARM_UP = ("raw ", "hand-written eos", "queue raw x1", "hand-written sink")
 """Label prefixes of the cases run once, discarded, before the first measured run."""
 
 
@@ -505,7 +521,9 @@ def _measure(thunk: Callable[[], Any], bs: str, shared: set[str]) -> Result | No
     drop_topics(bs, keep=shared)  # what the case wrote: outside its clock
     if result is None:
         return None
-    result.extra.update(cpu_per_record(before, after, result.records))
+    # a case that timed its own loop's CPU (the sink cases) keeps that figure
+    for key, value in cpu_per_record(before, after, result.records).items():
+        result.extra.setdefault(key, value)
     cpu = ", ".join(
         f"{key.split('_')[0]} CPU {result.extra[key]:.2f} µs/record"
         for key in CPU_KEYS
@@ -535,6 +553,9 @@ def main() -> None:
         "--slow-peer-records", type=int, default=200_000, help="cap for kafka-python, aiokafka"
     )
     parser.add_argument("--rpw-records", type=int, default=1_000_000)
+    parser.add_argument(
+        "--sink-records", type=int, default=200_000, help="per case of the sink group"
+    )
     parser.add_argument("--sizes", default="100,1024")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--only", default="producer,consumer,rpw,queue,aio,memory")
@@ -564,8 +585,10 @@ def main() -> None:
     # the read-process-write source topic is filled from the run's records: more would never
     # arrive, and the copy would wait for them forever
     args.rpw_records = min(args.rpw_records, args.records)
+    args.sink_records = min(args.sink_records, args.records)
     results: list[Result] = []
-    with broker(args.bootstrap) as bs:
+    with broker(args.bootstrap) as bs, _sink.postgres("sink" in args.only) as postgres_uri:
+        args.postgres_uri = postgres_uri  # the sink group's database
         warm = not args.no_warm_up
         for size in (int(s) for s in args.sizes.split(",")):
             cases = _cases(args, bs, size)
