@@ -15,6 +15,13 @@ the worker takes records from the queue, writes them to the output with an SDK P
 acknowledges them (ACCEPT) by the queue guarantee's order; a killed worker's acquired records
 come back when their lock (2 s here) expires. A queue has no exactly-once, so two rows. The
 kills land at 25 %, 50 % and 75 % of the output written. ``--no-queue`` leaves them out.
+
+The database rows write the input into a SQLite file through ``sdk.sink.DatabaseSink``
+(docs/database-sink.md) with plain INSERTs, each polled batch one database transaction: with
+exactly_once the batch's next offsets are committed in that same transaction, with
+at_least_once they go to Kafka after it (a kill in between repeats the batch). The kills land at
+25 %, 50 % and 75 % of the input committed to the database; lost and duplicated records are
+counted by SQL against the input. ``--no-database`` leaves them out.
 """
 
 from __future__ import annotations
@@ -28,9 +35,11 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+import _demo_database as database
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from sdk.producer import Producer, ProducerRecord
@@ -43,6 +52,7 @@ QUEUE_GUARANTEES = ("at_most_once", "at_least_once")  # share groups have no tra
 PARTITIONS = 4
 KILL_AT = (0.25, 0.50, 0.75)
 LOCK_MS = 2_000  # a killed queue worker's records come back after this
+Kind = Literal["group", "queue", "database"]
 
 
 # --------------------------------------------------------------------------- the worker process
@@ -204,22 +214,31 @@ def start_worker(spec: dict[str, Any], log: Path) -> subprocess.Popen[bytes]:
         )
 
 
+def row_label(kind: Kind, guarantee: str) -> str:
+    """The row's name in the table."""
+    return {"queue": f"queue {guarantee}", "database": f"{guarantee} → SQLite"}.get(kind, guarantee)
+
+
 def run_guarantee(
-    bootstrap: str, guarantee: str, n: int, workdir: Path, queue: bool = False
+    bootstrap: str, guarantee: str, n: int, workdir: Path, kind: Kind = "group"
 ) -> dict[str, Any]:
     """Copy ``n`` records under ``guarantee`` with three SIGKILLs; count lost and duplicated."""
     run = time.time_ns()
-    kind = "queue" if queue else "group"
+    queue, to_db = kind == "queue", kind == "database"
+    label = row_label(kind, guarantee)
     spec: dict[str, Any] = {
         "guarantee": guarantee,
         "bootstrap": bootstrap,
         "input": f"demo-in-{kind}-{guarantee}-{run}",
         "output": f"demo-out-{kind}-{guarantee}-{run}",
         "group": f"demo-{kind}-{guarantee}-{run}",
-        "queue": queue,
+        "kind": kind,
     }
-    for topic in (spec["input"], spec["output"]):
+    for topic in [spec["input"]] if to_db else [spec["input"], spec["output"]]:
         create_topic(bootstrap, topic, PARTITIONS)
+    if to_db:
+        spec["database"] = str(workdir / f"{guarantee}.db")
+        database.prepare(spec["database"], n)
     # small producer batches: a share group hands out whole batches, each under one lock
     seed = ProducerProfile(
         guarantee="at_least_once",
@@ -230,11 +249,13 @@ def run_guarantee(
     with Producer(seed, key_serializer="str", value_serializer="str") as producer:
         producer.send_many(ProducerRecord(spec["input"], str(i), f"k{i % 100}") for i in range(n))
 
-    def progress() -> int:
+    def progress_kafka() -> int:
         if queue:
             return written(bootstrap, spec["output"])
         return committed(bootstrap, spec["group"], spec["input"])
 
+    watch = database.DatabaseProgress(spec["database"], guarantee, spec["group"]) if to_db else None
+    progress: Callable[[], int] = progress_kafka if watch is None else watch
     log = workdir / f"{kind}-{guarantee}.log"
     proc = start_worker(spec, log)
     kills = []
@@ -243,20 +264,20 @@ def run_guarantee(
         for fraction in KILL_AT:
             while (done := progress()) < fraction * n:
                 if proc.poll() is not None:
-                    raise RuntimeError(f"{guarantee} worker exited; see {log}")
-                time.sleep(0.1)
+                    raise RuntimeError(f"{label} worker exited; see {log}")
+                time.sleep(database.pause(done, fraction * n) if to_db else 0.1)
             proc.send_signal(signal.SIGKILL)
             proc.wait()
             kills.append(done)
             what = "written" if queue else "committed"
-            print(f"  {guarantee}: SIGKILL at {done:,}/{n:,} {what}; restarting", flush=True)
+            print(f"  {label}: SIGKILL at {done:,}/{n:,} {what}; restarting", flush=True)
             proc = start_worker(spec, log)
         deadline = time.monotonic() + 300
         if queue:
             wait_queue_done(bootstrap, spec["output"], guarantee, n, deadline, proc, log)
-        while not queue and committed(bootstrap, spec["group"], spec["input"]) < n:
+        while not queue and progress() < n:
             if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError(f"{guarantee} did not finish; see {log}")
+                raise RuntimeError(f"{label} did not finish; see {log}")
             time.sleep(0.2)
     finally:
         if proc.poll() is None:
@@ -265,16 +286,16 @@ def run_guarantee(
                 proc.wait(60)
             except subprocess.TimeoutExpired:
                 proc.kill()
-    counts = count_output(bootstrap, spec["output"], n)
-    return {
-        "guarantee": f"queue {guarantee}" if queue else guarantee,
-        "records": n,
-        "kills": len(kills),
-        "output": sum(counts.values()),
-        "lost": n - len(counts),
-        "duplicated": sum(c - 1 for c in counts.values()),
-        "seconds": time.monotonic() - started,
-    }
+        if watch is not None:
+            watch.close()
+    result: dict[str, Any] = {"guarantee": guarantee, "kind": kind, "label": label, "records": n}
+    if to_db:
+        result.update(database.count(spec["database"]))
+    else:
+        counts = count_output(bootstrap, spec["output"], n)
+        output, distinct = sum(counts.values()), len(counts)
+        result.update(output=output, lost=n - distinct, duplicated=output - distinct)
+    return {**result, "kills": len(kills), "seconds": time.monotonic() - started}
 
 
 def main() -> None:
@@ -282,11 +303,15 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=20_000)
     parser.add_argument("--guarantee", choices=GUARANTEES, action="append")
     parser.add_argument("--no-queue", action="store_true", help="leave out the queue rows")
+    parser.add_argument(
+        "--no-database", action="store_true", help="leave out the database (SQLite) rows"
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         spec = json.loads(args.worker)
-        (queue_worker if spec.get("queue") else worker)(spec)
+        workers = {"group": worker, "queue": queue_worker, "database": database.worker}
+        workers[spec["kind"]](spec)
         return
     import tempfile
 
@@ -298,27 +323,36 @@ def main() -> None:
         for guarantee in args.guarantee or GUARANTEES:
             print(f"{guarantee}: copying {args.records:,} records, 3 worker crashes", flush=True)
             results.append(run_guarantee(bootstrap, guarantee, args.records, Path(tmp)))
-        queue_rows = [] if args.no_queue else [g for g in args.guarantee or GUARANTEES]
-        for guarantee in (g for g in QUEUE_GUARANTEES if g in queue_rows):
-            print(f"queue {guarantee}: {args.records:,} records, 3 worker crashes", flush=True)
-            results.append(run_guarantee(bootstrap, guarantee, args.records, Path(tmp), True))
+        chosen = args.guarantee or GUARANTEES
+        later: list[tuple[Kind, tuple[str, ...]]] = [
+            ("queue", () if args.no_queue else QUEUE_GUARANTEES),
+            ("database", () if args.no_database else database.GUARANTEES),
+        ]
+        for kind, guarantees in later:
+            for guarantee in (g for g in guarantees if g in chosen):
+                name = row_label(kind, guarantee)
+                print(f"{name}: {args.records:,} records, 3 worker crashes", flush=True)
+                results.append(run_guarantee(bootstrap, guarantee, args.records, Path(tmp), kind))
     print()
     header = ("guarantee", "records", "kills", "output", "lost", "duplicated")
     print(
-        f"{header[0]:<21} "
+        f"{header[0]:<23} "
         + " ".join(f"{h:>{w}}" for h, w in zip(header[1:], (8, 6, 8, 6, 11), strict=True))
     )
     for r in results:
         print(
-            f"{r['guarantee']:<21} {r['records']:>8,} {r['kills']:>6} {r['output']:>8,} "
+            f"{r['label']:<23} {r['records']:>8,} {r['kills']:>6} {r['output']:>8,} "
             f"{r['lost']:>6,} {r['duplicated']:>11,}"
         )
     print()
+    for r in results:
+        if r["kind"] == "database" and r["guarantee"] == "at_least_once":
+            print(database.explain(r), end="\n\n")
     broken = [
-        r["guarantee"]
+        r["label"]
         for r in results
-        if (r["guarantee"].endswith("at_most_once") and r["duplicated"])
-        or (r["guarantee"].endswith("at_least_once") and r["lost"])
+        if (r["guarantee"] == "at_most_once" and r["duplicated"])
+        or (r["guarantee"] == "at_least_once" and r["lost"])
         or (r["guarantee"] == "exactly_once" and (r["lost"] or r["duplicated"]))
     ]
     if broken:

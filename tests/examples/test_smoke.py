@@ -28,12 +28,27 @@ EXAMPLES: dict[str, tuple[list[str], list[str]]] = {
     "order_service.py": (["--orders", "500"], ["order service: 500 orders in"]),
     "work_queue.py": (["--jobs", "2000", "--workers", "3"], ["work queue: OK"]),
 }
-# The demo copies its records five times with three kills each (two of them through a share group,
-# waiting out record locks): about 4 minutes for 4,000 records on 2 cores, the others well under 3
-TIMEOUT_S = {"guarantees_demo.py": 420}
+# The demo copies its records seven times with three kills each (two of them through a share
+# group, waiting out record locks; two into SQLite): about 5 minutes for 4,000 records on 2 cores,
+# the others well under 3
+TIMEOUT_S = {"guarantees_demo.py": 540}
+# the demo's database rows: row -> (lost, duplicated) it must show; None: any count
+DEMO_ROWS: dict[str, tuple[int, int | None]] = {
+    "exactly_once → SQLite": (0, 0),
+    "at_least_once → SQLite": (0, None),
+}
 # Run as `./dev.sh demo` does, on their own embedded cluster: it stops before the process exits,
 # so a client left open shows up as librdkafka FAIL lines (an external cluster would hide it).
 EMBEDDED = {"guarantees_demo.py"}
+
+
+def _demo_row(stdout: str, label: str) -> tuple[int, int]:
+    """(lost, duplicated) of one row of the demo's table."""
+    for line in stdout.splitlines():
+        if line.startswith(label + " "):
+            *_, lost, duplicated = line.split()
+            return int(lost.replace(",", "")), int(duplicated.replace(",", ""))
+    raise AssertionError(f"no {label!r} row in the demo's table:\n{stdout[-2000:]}")
 
 
 def _run(cmd: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
@@ -83,6 +98,11 @@ def test_example_runs(name: str, request: pytest.FixtureRequest) -> None:
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     for line in expect:
         assert line in run.stdout
+    if name == "guarantees_demo.py":
+        for label, (lost, duplicated) in DEMO_ROWS.items():
+            found = _demo_row(run.stdout, label)
+            assert found[0] == lost, f"{label}: {found[0]} lost"
+            assert duplicated is None or found[1] == duplicated, f"{label}: {found[1]} duplicated"
     if name in EMBEDDED:
         leaked = [
             line
