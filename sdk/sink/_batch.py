@@ -1,11 +1,12 @@
 """The handler's part of a batch transaction: one pass, then record by record on a failure.
 
-The first pass runs the handler over the whole batch inside a savepoint. If it fails, the
-savepoint is rolled back and the batch is retried per the failure policy (``run_batch``),
-then handled record by record, each record in its own savepoint with the policy's retries, so
-one poison record cannot block its partition: it is dead-lettered (the DLQ acknowledges it
-before the batch commits) or the run stops. A transient database error is never a handler
-failure: it ends the pass with :class:`Transient` and the whole batch is rolled back.
+The first pass runs the handler over the whole batch. If it fails, the transaction is started
+again (``restart``: roll back, begin, advance the positions again) and the batch is retried per
+the failure policy (``run_batch``), then handled record by record, each record in its own
+savepoint with the policy's retries, so one poison record cannot block its partition: it is
+dead-lettered (the DLQ acknowledges it before the batch commits) or the run stops. A transient
+database error is never a handler failure: it ends the pass with :class:`Transient` and the
+whole batch is rolled back.
 """
 
 from __future__ import annotations
@@ -16,16 +17,16 @@ from typing import Any
 from sdk.consumer._failure import FailurePath
 from sdk.core.failure import HandlerRunner
 from sdk.errors import DatabaseUnavailableError, HandlerError
-from sdk.records import ConsumerRecord
+from sdk.records import ConsumerRecord, view
 from sdk.sink._database import Session
 
-__all__ = ["BatchBody", "Transient"]
+__all__ = ["BatchBody", "Fenced", "Transient"]
 
 SinkHandler = Callable[[Any, Any], Any]
 
 
 class Transient(BaseException):
-    """A transient database error inside the handler: escapes the failure policy's retries.
+    """A transient database error inside the batch: escapes the failure policy's retries.
 
     A BaseException so that ``retry_on`` (Exception by default) never retries or
     dead-letters a record because the database went away.
@@ -34,6 +35,14 @@ class Transient(BaseException):
     def __init__(self, error: DatabaseUnavailableError) -> None:
         super().__init__(str(error))
         self.error = error
+
+
+class Fenced(BaseException):
+    """A restarted batch transaction found partitions claimed by another member."""
+
+    def __init__(self, partitions: list[tuple[str, int]]) -> None:
+        super().__init__(", ".join(f"{t}[{p}]" for t, p in partitions))
+        self.partitions = partitions
 
 
 class BatchBody:
@@ -49,22 +58,35 @@ class BatchBody:
         self._runner = HandlerRunner(failure.policy, on_retry=on_retry)
 
     def write(
-        self, session: Session, handler: SinkHandler, messages: list[Any], *, per_record: bool
+        self,
+        session: Session,
+        handler: SinkHandler,
+        messages: list[Any],
+        *,
+        per_record: bool,
+        restart: Callable[[], None],
     ) -> None:
         """Handle ``messages`` in ``session``'s open transaction.
 
+        Args:
+            session: The batch's session, its transaction open and the positions advanced.
+            handler: ``handler(record, tx)`` (``per_record``) or ``handler(records, tx)``.
+            messages: The batch.
+            per_record: The handler's shape.
+            restart: Rolls the transaction back and opens it again with the positions
+                advanced (raises :class:`Fenced` or :class:`Transient`).
+
         Raises:
             Transient: The database failed transiently (roll the batch back, retry later).
+            Fenced: Another member claimed a partition of the batch meanwhile.
             HandlerError: A record failed every attempt and ``on_failure="stop"``.
             SerializationError: A poison pill with ``on_failure="stop"``.
             KafkaClientError: A dead-letter record was not acknowledged.
         """
         stats = self.failure.stats
-        decoder = self.failure.decoder
-        records = [decoder.try_decode(m) for m in messages]
+        records = self._decode_all(messages)
         tx = session.transaction
-        if None not in records:
-            self._point(session, "sdk_batch")
+        if records is not None:
             try:
                 if per_record:
                     for record in records:
@@ -73,8 +95,8 @@ class BatchBody:
                     handler(records, tx)
             except Exception as exc:
                 self._check_transient(session, exc)
-                self._undo(session, "sdk_batch")
-                if not per_record and self._retry_batch(session, handler, records, exc):
+                restart()  # a clean transaction for what follows
+                if not per_record and self._retry_batch(session, handler, records, exc, restart):
                     stats.handled += len(messages)
                     return
             else:
@@ -83,15 +105,33 @@ class BatchBody:
         for message in messages:
             self._one(session, handler, message, per_record=per_record)
 
+    def _decode_all(self, messages: list[Any]) -> list[ConsumerRecord] | None:
+        """Every record, or None if one of them cannot be deserialized (a poison pill)."""
+        decoder = self.failure.decoder
+        if decoder.raw:  # bytes in: a view over each message, no deserializer to fail
+            return [view(ConsumerRecord, m) for m in messages]
+        records = [decoder.try_decode(m) for m in messages]
+        return None if None in records else records  # type: ignore[return-value]
+
     def _retry_batch(
-        self, session: Session, handler: SinkHandler, records: list[Any], first: Exception
+        self,
+        session: Session,
+        handler: SinkHandler,
+        records: list[Any],
+        first: Exception,
+        restart: Callable[[], None],
     ) -> bool:
         """The whole batch again, per the policy; False when every attempt failed."""
         if not self._runner.retryable(first):
             return False
 
         def attempt(batch: list[ConsumerRecord]) -> None:
-            self._attempt(session, handler, batch)
+            try:
+                handler(batch, session.transaction)
+            except Exception as exc:
+                self._check_transient(session, exc)
+                restart()
+                raise
 
         try:
             self._runner.retry(attempt, records, first)
@@ -108,36 +148,24 @@ class BatchBody:
         arg: Any = record if per_record else [record]
 
         def attempt(value: Any) -> None:
-            self._attempt(session, handler, value)
+            self._guarded(session, lambda: session.savepoint("sdk_record"))
+            try:
+                handler(value, session.transaction)
+            except Exception as exc:
+                self._check_transient(session, exc)
+                self._guarded(session, lambda: session.rollback_to("sdk_record"))
+                raise
+            self._guarded(session, lambda: session.release("sdk_record"))
 
         self.failure.handle(attempt, arg, [message])  # retries, then dead-letters or raises
 
-    def _attempt(self, session: Session, handler: SinkHandler, arg: Any) -> None:
-        self._point(session, "sdk_record")
-        try:
-            handler(arg, session.transaction)
-        except Exception as exc:
-            self._check_transient(session, exc)
-            self._undo(session, "sdk_record")
-            raise
-        self._release(session, "sdk_record")
-
     def _check_transient(self, session: Session, exc: BaseException) -> None:
+        if isinstance(exc, DatabaseUnavailableError):
+            raise Transient(exc) from exc
         if session.dialect.is_transient(exc):
             raise Transient(
                 DatabaseUnavailableError(f"the handler's database call failed: {exc}")
             ) from exc
-        if isinstance(exc, DatabaseUnavailableError):
-            raise Transient(exc) from exc
-
-    def _point(self, session: Session, name: str) -> None:
-        self._guarded(session, lambda: session.savepoint(name))
-
-    def _undo(self, session: Session, name: str) -> None:
-        self._guarded(session, lambda: session.rollback_to(name))
-
-    def _release(self, session: Session, name: str) -> None:
-        self._guarded(session, lambda: session.release(name))
 
     def _guarded(self, session: Session, call: Callable[[], None]) -> None:
         try:

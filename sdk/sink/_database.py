@@ -193,8 +193,18 @@ class Session:
             DatabaseUnavailableError: Transient; the transaction must be rolled back.
             DatabaseError: Otherwise.
         """
-        fenced = []
         with translating(self.dialect, "advancing the positions"):
+            many = self.dialect.advance_many
+            if many is not None and len(ends) > 1:
+                keys = sorted(ends)
+                params: list[Any] = []
+                for tp in keys:
+                    params += [tp[0], tp[1], ends[tp], epochs[tp]]
+                params.append(group)
+                sql = self.dialect.sql(many, self.table, len(keys))
+                moved = {(str(t), int(p)) for t, p in self._execute(sql, params).fetchall()}
+                return [tp for tp in keys if tp not in moved]
+            fenced = []
             for tp in sorted(ends):
                 topic, partition = tp
                 cursor = self._execute(

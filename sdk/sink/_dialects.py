@@ -55,6 +55,11 @@ class Dialect:
         advance: Set ``next_offset`` only if ``epoch`` is still the one the member claimed
             (a conditional update; rowcount 0 means fenced). Parameters: next_offset, group,
             topic, partition, epoch.
+        advance_many: Optional: :attr:`advance` for several partitions in one statement that
+            returns the (topic, partition) of each row it updated (one round trip per batch);
+            ``{rows}`` is replaced by one :attr:`advance_row` per partition. Parameters: per
+            row (topic, partition, next_offset, epoch), then group.
+        advance_row: One row of ``advance_many``'s VALUES list.
         select: The group's rows. Parameter: group.
         begin: The statement that opens a transaction, or None when the driver opens one
             implicitly (DB-API 2.0 default).
@@ -77,12 +82,15 @@ class Dialect:
     select: str = (
         "SELECT topic, kafka_partition, next_offset, epoch FROM {table} WHERE group_id = {p}"
     )
+    advance_many: str | None = None
+    advance_row: str = ""
     begin: str | None = None
     is_transient: Callable[[BaseException], bool] = field(default=lambda exc: False)
 
-    def sql(self, statement: str, table: str) -> str:
-        """Fill a template with the table name and the placeholder."""
-        return statement.format(table=table, p=self.placeholder)
+    def sql(self, statement: str, table: str, rows: int = 0) -> str:
+        """Fill a template with the table name, the placeholder and ``rows`` VALUES rows."""
+        values = ", ".join([self.advance_row.format(p=self.placeholder)] * rows)
+        return statement.format(table=table, p=self.placeholder, rows=values)
 
 
 _SQLITE = Dialect(
@@ -110,6 +118,14 @@ _POSTGRESQL = Dialect(
         "updated_at TIMESTAMPTZ NOT NULL DEFAULT now(), "
         "PRIMARY KEY (group_id, topic, kafka_partition))"
     ),
+    advance_many=(
+        "UPDATE {table} AS t SET next_offset = v.next_offset, updated_at = CURRENT_TIMESTAMP "
+        "FROM (VALUES {rows}) AS v (topic, kafka_partition, next_offset, epoch) "
+        "WHERE t.group_id = {p} AND t.topic = v.topic "
+        "AND t.kafka_partition = v.kafka_partition AND t.epoch = v.epoch "
+        "RETURNING t.topic, t.kafka_partition"
+    ),
+    advance_row="({p}::text, {p}::integer, {p}::bigint, {p}::bigint)",
     is_transient=_postgresql_transient,
 )
 

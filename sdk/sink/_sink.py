@@ -9,9 +9,9 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from typing import Any, Literal
 
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID
 
-from sdk._client import ConsumerClient, call_kafka, translating
+from sdk._client import ConsumerClient
 from sdk._signals import sigterm_stops
 from sdk.consumer._failure import FailurePath
 from sdk.consumer._health import ClientHealth, poll_records
@@ -19,13 +19,13 @@ from sdk.errors import (
     ClosedError,
     ConfigurationError,
     DatabaseUnavailableError,
-    KafkaClientError,
 )
 from sdk.lifecycle import Lifecycle
 from sdk.profiles import ConsumerProfile, Guarantee
 from sdk.serialization import Deserializer
-from sdk.sink._batch import BatchBody, SinkHandler, Transient
+from sdk.sink._batch import BatchBody, Fenced, SinkHandler, Transient
 from sdk.sink._database import Database, Position, Session
+from sdk.sink._positions import Holdings
 from sdk.sink._records import BatchSinkHandler, SinkStats
 
 __all__ = ["DatabaseSink"]
@@ -159,9 +159,7 @@ class DatabaseSink:
         self._session: Session | None = None
         self._state = Lifecycle.NEW
         self._stop = threading.Event()
-        self._epochs: dict[Partition, int] = {}  # exactly_once: the claims this member holds
-        self._positions: dict[Partition, int] = {}  # committed next offsets, as last known
-        self._first_seen: dict[Partition, int] = {}  # where a partition without position began
+        self._held = Holdings(self._eos, self.stats, profile.auto_commit_interval_ms / 1000.0)
         self._callback_error: BaseException | None = None
         self._failing_since: float | None = None
         self._stale = False  # a transaction failed transiently: re-read positions first
@@ -178,7 +176,8 @@ class DatabaseSink:
     @property
     def assignment(self) -> list[Partition]:
         """The partitions this member owns now (exactly_once: holds the claim for), sorted."""
-        return sorted(self._epochs) if self._eos else sorted(self._positions)
+        held = self._held
+        return sorted(held.epochs) if self._eos else sorted(held.positions)
 
     def __enter__(self) -> DatabaseSink:
         return self
@@ -203,6 +202,7 @@ class DatabaseSink:
         session, self._session = self._session, None
         try:
             if client is not None:
+                self._held.flush_advice(client)
                 with suppress(Exception):
                     client.close()
         finally:
@@ -304,11 +304,12 @@ class DatabaseSink:
                     last = time.monotonic()
                     taken += len(messages)
                     self.stats.polled += len(messages)
-                    batch = self._owned(messages)
+                    batch, ends = self._held.split(messages)
                     if batch:
-                        self._write(client, handler, batch, per_record)
+                        self._write(client, handler, batch, ends, per_record)
             finally:
                 self._stop.clear()
+                self._held.flush_advice(client)
 
     def _open(self) -> ConsumerClient:
         if self._state is Lifecycle.CLOSED:
@@ -338,46 +339,38 @@ class DatabaseSink:
             self._state = Lifecycle.OPEN
         return self._client
 
-    def _owned(self, messages: list[Any]) -> list[Any]:
-        """The records to handle: of partitions this member holds, at or above the position."""
-        positions, epochs, eos = self._positions, self._epochs, self._eos
-        out = []
-        for message in messages:
-            key = (message.topic(), message.partition())
-            if eos and key not in epochs:
-                continue  # fenced or revoked: its records belong to the new owner
-            position = positions.get(key)
-            if position is None:
-                self._first_seen.setdefault(key, message.offset())
-            elif message.offset() < position:
-                self.stats.redelivered += 1
-                continue
-            out.append(message)
-        return out
-
     def _write(
         self,
         client: ConsumerClient,
         handler: Callable[[Any, Any], Any],
         messages: list[Any],
+        ends: dict[Partition, int],
         per_record: bool,
     ) -> None:
         """One batch, one transaction: positions (fenced), the handler's writes, commit."""
-        ends: dict[Partition, int] = {}
-        for message in messages:
-            ends[(message.topic(), message.partition())] = message.offset() + 1
+        session: Session | None = None
         try:
             session = self._connected()
+            opened = session
+
+            def restart() -> None:
+                opened.rollback()
+                try:
+                    opened.begin()
+                    self._advance(opened, ends)
+                except DatabaseUnavailableError as exc:
+                    raise Transient(exc) from exc
+
             session.begin()
-            if self._eos:
-                fenced = session.advance(self._group, ends, self._epochs)
-                if fenced:
-                    session.rollback()
-                    self._fence(client, fenced)
-                    self._rewind(client, [tp for tp in ends if tp not in fenced])
-                    return
-            self._body.write(session, handler, messages, per_record=per_record)
+            self._advance(session, ends)
+            self._body.write(session, handler, messages, per_record=per_record, restart=restart)
             session.commit()
+        except Fenced as exc:
+            if session is not None:
+                session.rollback()
+            self._held.fence(client, exc.partitions)
+            self._held.rewind(client, [tp for tp in ends if tp not in exc.partitions])
+            return
         except Transient as exc:
             self._transient(exc.error)
             return
@@ -385,33 +378,26 @@ class DatabaseSink:
             self._transient(exc)
             return
         except BaseException:
-            if self._session is not None:
-                self._session.rollback()
-            self._rewind(client, list(ends))
+            if session is not None:
+                session.rollback()
+            self._held.rewind(client, list(ends))
             raise
         self._failing_since = None
         self.stats.transactions += 1
-        self._positions.update(ends)
-        self._commit_to_kafka(client, ends)
+        self._held.positions.update(ends)
+        self._held.advise(client, ends)
 
-    def _commit_to_kafka(self, client: ConsumerClient, ends: dict[Partition, int]) -> None:
-        offsets = [TopicPartition(t, p, o) for (t, p), o in ends.items()]
-        if self._eos:  # advice for lag tooling only: the database holds the positions
-            untyped: Any = client  # the Protocol declares only the synchronous commit
-            with suppress(Exception):
-                untyped.commit(offsets=offsets, asynchronous=True)
-            self.stats.commits += 1
-            return
-        try:  # at_least_once: after the database commit; a crash before it repeats the batch
-            call_kafka(
-                lambda: client.commit(offsets=offsets, asynchronous=False),
-                context="commit after the database commit",
-                commit=True,
-            )
-        except KafkaClientError as exc:  # revoked meanwhile: the new owner repeats the batch
-            self.stats.note(str(exc))
-            return
-        self.stats.commits += 1
+    def _advance(self, session: Session, ends: dict[Partition, int]) -> None:
+        """exactly_once: move the positions, if this member's claims still stand.
+
+        Raises:
+            Fenced: Another member claimed some of the partitions.
+            DatabaseUnavailableError: Transient.
+        """
+        if self._eos:
+            fenced = session.advance(self._group, ends, self._held.epochs)
+            if fenced:
+                raise Fenced(fenced)
 
     # ------------------------------------------------------------------ database failures
     def _connected(self) -> Session:
@@ -454,7 +440,7 @@ class DatabaseSink:
         """After a failed transaction: find what committed, drop lost claims, seek back."""
         self._stale = False
         if not self._eos:
-            self._rewind(client, list(self._positions) + list(self._first_seen))
+            self._held.rewind(client, list(self._held.positions) + list(self._held.first_seen))
             return
 
         def read(session: Session) -> dict[Partition, Position]:
@@ -465,88 +451,22 @@ class DatabaseSink:
 
         rows = self._retrying(read)
         self._stale = False
-        lost = [
-            tp for tp, epoch in self._epochs.items() if tp not in rows or rows[tp].epoch != epoch
-        ]
-        if lost:
-            self._fence(client, lost)
-        for tp in self._epochs:
-            offset = rows[tp].next_offset
-            if offset is not None:
-                self._positions[tp] = offset
-        self._rewind(client, list(self._epochs))
-
-    def _fence(self, client: ConsumerClient, partitions: list[Partition]) -> None:
-        """Another member claimed these partitions: stop handling them until reassigned."""
-        self.stats.fenced += 1
-        _log.warning(
-            "fenced: %s were claimed by another member; the batch was rolled back",
-            ", ".join(f"{t}[{p}]" for t, p in sorted(partitions)),
-        )
-        for tp in partitions:
-            self._epochs.pop(tp, None)
-            self._positions.pop(tp, None)
-            self._first_seen.pop(tp, None)
-        with suppress(Exception):
-            client.pause([TopicPartition(t, p) for t, p in partitions])
-
-    def _rewind(self, client: ConsumerClient, partitions: list[Partition]) -> None:
-        """Seek partitions back to their committed position (their batch was not committed)."""
-        targets: dict[Partition, int] = {}
-        missing: list[Partition] = []
-        for tp in dict.fromkeys(partitions):
-            offset = self._positions.get(tp, self._first_seen.get(tp))
-            if offset is None:
-                missing.append(tp)
-            else:
-                targets[tp] = offset
-        if missing and not self._eos:  # at_least_once: Kafka's committed offsets
-            committed = call_kafka(
-                lambda: client.committed([TopicPartition(t, p) for t, p in missing], 10.0),
-                context="committed",
-            )
-            for found in committed:
-                if found.offset >= 0:
-                    targets[(found.topic, found.partition)] = found.offset
-        for (topic, partition), offset in targets.items():
-            target = TopicPartition(topic, partition, offset)
-            try:
-                with translating(f"seek {topic}[{partition}]"):
-                    client.seek(target)
-            except KafkaClientError:  # not fetching yet: assigning again sets the position
-                with suppress(Exception):
-                    client.incremental_unassign([target])
-                    client.incremental_assign([target])
-            self.stats.rewinds += 1
+        self._held.reread(client, rows)
 
     # ------------------------------------------------------------------ rebalance callbacks
     def _on_assign(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
         self._health.assigned()
-        keys = [(tp.topic, tp.partition) for tp in partitions]
         if not self._eos:
             return  # librdkafka assigns at the committed offsets
-        try:
-            claimed: dict[Partition, Position] = (
-                self._retrying(lambda session: session.claim(self._group, keys)) if keys else {}
-            )
-        except BaseException as exc:  # raised by the loop; the partitions stay unclaimed
-            self._callback_error = exc
-            claimed = {}
-        if keys and claimed:
-            self.stats.claims += 1
-        for part in partitions:
-            key = (part.topic, part.partition)
-            position = claimed.get(key)
-            if position is None:
-                continue
-            self._epochs[key] = position.epoch
-            self._first_seen.pop(key, None)
-            if position.next_offset is None:
-                self._positions.pop(key, None)
-                part.offset = self._start_offset
-            else:
-                self._positions[key] = position.next_offset
-                part.offset = position.next_offset
+        keys = [(tp.topic, tp.partition) for tp in partitions]
+        claims: dict[Partition, Position] = {}
+        if keys:
+            try:
+                claims = self._retrying(lambda session: session.claim(self._group, keys))
+                self.stats.claims += 1
+            except BaseException as exc:  # raised by the loop; the partitions stay unclaimed
+                self._callback_error = exc
+        self._held.claimed(claims, partitions, self._start_offset)
         if self._incremental:
             consumer.incremental_assign(partitions)
         else:
@@ -555,21 +475,17 @@ class DatabaseSink:
             with suppress(Exception):
                 consumer.pause(partitions)
 
-    def _released(self, partitions: list[Any]) -> None:
-        for tp in partitions:
-            key = (tp.topic, tp.partition)
-            self._epochs.pop(key, None)
-            self._positions.pop(key, None)
-            self._first_seen.pop(key, None)
-
     def _on_revoke(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
         # nothing is in flight: a batch is committed or rolled back before the next poll
         self.stats.revoked += 1
-        self._released(partitions)
+        keys = [(tp.topic, tp.partition) for tp in partitions]
+        self._held.flush_advice(consumer, keys)
+        self._held.released(keys)
 
     def _on_lost(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
         self.stats.lost += 1
-        self._released(partitions)
+        keys = [(tp.topic, tp.partition) for tp in partitions]
+        self._held.released(keys, lost=True)
 
     def _raise_callback_error(self) -> None:
         if self._callback_error is not None:

@@ -32,6 +32,18 @@ def session(tmp_path: Path) -> Session:
     return s
 
 
+class Restarts:
+    """The sink's restart: roll back and begin again (no positions in these tests)."""
+
+    def __init__(self, s: Session) -> None:
+        self.session, self.count = s, 0
+
+    def __call__(self) -> None:
+        self.count += 1
+        self.session.rollback()
+        self.session.begin()
+
+
 def messages(*values: bytes) -> list[Any]:
     return [FakeMessage("t", 0, i, v) for i, v in enumerate(values)]
 
@@ -51,7 +63,7 @@ def test_a_failing_record_is_stopped_and_its_writes_undone(tmp_path: Path) -> No
     b, _ = body(FailurePolicy(attempts=1, on_failure="stop"))
     s = session(tmp_path)
     with pytest.raises(HandlerError):
-        b.write(s, insert, messages(b"a", b"bad", b"c"), per_record=True)
+        b.write(s, insert, messages(b"a", b"bad", b"c"), per_record=True, restart=Restarts(s))
     assert "partial" not in written(s)
 
 
@@ -69,9 +81,10 @@ def test_isolation_writes_the_good_records_once_and_retries_the_bad_one(tmp_path
             raise ValueError("flaky")
         tx.execute("INSERT INTO out VALUES (?)", (record.value.decode(),))
 
-    b.write(s, handler, messages(b"a", b"b", b"c"), per_record=True)
+    restarts = Restarts(s)
+    b.write(s, handler, messages(b"a", b"b", b"c"), per_record=True, restart=restarts)
     assert written(s) == ["a", "b", "c"]  # first pass undone; record by record, retried
-    assert stats.handled == 3 and stats.retries == 1
+    assert stats.handled == 3 and stats.retries == 1 and restarts.count == 1
 
 
 def test_a_batch_handler_is_retried_whole_before_record_by_record(tmp_path: Path) -> None:
@@ -84,8 +97,10 @@ def test_a_batch_handler_is_retried_whole_before_record_by_record(tmp_path: Path
         for record in records:
             insert(record, tx)
 
+    restarts = Restarts(s)
     with pytest.raises(HandlerError):
-        b.write(s, handler, messages(b"a", b"bad", b"c"), per_record=False)
+        b.write(s, handler, messages(b"a", b"bad", b"c"), per_record=False, restart=restarts)
+    assert restarts.count == 2  # after the first pass, after the whole-batch retry
     assert seen == [3, 3, 1, 1, 1]  # whole batch twice, then a alone, bad twice: stops
     assert written(s) == ["a"]  # the caller rolls the transaction back
 
@@ -94,7 +109,7 @@ def test_a_poison_pill_stops_without_running_the_handler(tmp_path: Path) -> None
     b, _ = body(FailurePolicy(attempts=1, on_failure="stop"), value="json")
     s = session(tmp_path)
     with pytest.raises(SerializationError):
-        b.write(s, insert, messages(b"{not json"), per_record=True)
+        b.write(s, insert, messages(b"{not json"), per_record=True, restart=Restarts(s))
     assert written(s) == []
 
 
@@ -108,5 +123,5 @@ def test_a_lost_database_inside_the_handler_is_not_a_handler_failure(tmp_path: P
         raise sqlite3.OperationalError("database is locked")
 
     with pytest.raises(Transient):
-        b.write(s, locked, messages(b"a"), per_record=True)
+        b.write(s, locked, messages(b"a"), per_record=True, restart=Restarts(s))
     assert stats.retries == 0 and stats.handler_failures == 0 and stats.dead_lettered == 0

@@ -33,7 +33,7 @@ def values(uri: str) -> list[int]:
         return sorted(int(v) for (v,) in db.execute("SELECT value FROM out").fetchall())
 
 
-def positions(uri: str, group: str) -> dict[int, tuple[int, int]]:
+def positions(uri: str, group: str) -> dict[int, tuple[int | None, int]]:
     with psycopg.connect(uri) as db:
         rows = db.execute(
             "SELECT kafka_partition, next_offset, epoch FROM kafka_sink_positions "
@@ -144,3 +144,18 @@ def test_a_database_restart_mid_run_loses_and_duplicates_nothing(
     assert "error" not in result, result.get("error")
     assert result["stats"].database_retries >= 1
     assert values(uri) == list(range(20_000))
+
+
+@pytest.mark.postgres
+def test_one_statement_advances_several_partitions_and_names_the_fenced(postgres_uri: str) -> None:
+    db = postgresql(postgres_uri)
+    mine = db.session()
+    mine.claim("g", [("t", 0), ("t", 1), ("t", 2)])
+    db.session().claim("g", [("t", 1)])  # another member took partition 1
+    ends = {("t", 0): 5, ("t", 1): 6, ("t", 2): 7}
+    assert mine.advance("g", ends, dict.fromkeys(ends, 1)) == [("t", 1)]
+    mine.rollback()
+    mine.begin()
+    assert mine.advance("g", {("t", 0): 5, ("t", 2): 7}, {("t", 0): 1, ("t", 2): 1}) == []
+    mine.commit()
+    assert positions(postgres_uri, "g") == {0: (5, 1), 1: (None, 2), 2: (7, 1)}
