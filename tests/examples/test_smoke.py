@@ -26,6 +26,7 @@ EXAMPLES: dict[str, tuple[list[str], list[str]]] = {
     "guarantees_demo.py": (["--records", "4000"], ["every guarantee held"]),
     "metrics_emitter.py": (["--seconds", "2"], ["metrics emitter: sent"]),
     "order_service.py": (["--orders", "500"], ["order service: 500 orders in"]),
+    "orders_to_postgres.py": (["--orders", "2000"], ["orders to postgres: OK"]),
     "work_queue.py": (["--jobs", "2000", "--workers", "3"], ["work queue: OK"]),
 }
 # The demo copies its records seven times with three kills each (two of them through a share
