@@ -26,6 +26,7 @@ them. Errors that come from librdkafka keep the original ``KafkaError`` (see
     │       └── AmbiguousTransactionError   commit/abort outcome unknown: recreate the producer
     ├── DatabaseError                 a database call of the sink failed; keeps the driver's error
     │   └── DatabaseUnavailableError  the database refused or lost the connection (retried)
+    ├── DoctorError                   the cluster cannot keep the guarantee (sdk.doctor FAIL)
     └── ClusterError                  the local test-cluster harness (sdk.testing) failed
         ├── JavaNotFoundError         no java >= 17
         ├── MavenError                mvn missing, or broker jars could not be resolved
@@ -52,6 +53,7 @@ __all__ = [
     "DatabaseError",
     "DatabaseUnavailableError",
     "DeliveryError",
+    "DoctorError",
     "HandlerError",
     "JavaNotFoundError",
     "KafkaClientError",
@@ -246,6 +248,23 @@ class DatabaseUnavailableError(DatabaseError):
     No offset advanced for the batch in hand: its transaction was rolled back or never
     reached the database, and the sink re-reads its positions before going on.
     """
+
+
+class DoctorError(SdkError):
+    """The cluster failed a check of :mod:`sdk.doctor`: it cannot keep the profile's guarantee.
+
+    Raised by ``sdk.doctor.verify`` and by the clients' ``verify_cluster=True`` before they
+    connect; the message names each failing check, what it found and the fix.
+
+    Attributes:
+        report: The whole ``sdk.doctor.Report`` (warnings and passes too).
+        checks: The names of the failing checks.
+    """
+
+    def __init__(self, message: str, *, report: Any = None, checks: list[str] | None = None):
+        super().__init__(message)
+        self.report = report
+        self.checks: list[str] = list(checks or [])
 
 
 class ClusterError(SdkError):

@@ -45,6 +45,7 @@ LAYERS: dict[str, int] = {
     "sdk.observability": 0,
     "sdk.producer": 1,
     "sdk.consumer": 1,
+    "sdk.doctor": 1,  # one admin client, translated; imports L0 only, so the clients may use it
     "sdk.core": 2,
     "sdk.processor": 3,
     "sdk.queue": 3,

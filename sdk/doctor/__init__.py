@@ -1,0 +1,16 @@
+"""``sdk.doctor``: checks a cluster against a profile, because a guarantee is only as strong as it.
+
+A profile fixes the client side of a guarantee; the brokers decide whether an acknowledged
+record survives (replication, ``min.insync.replicas``, unclean leader election), whether a
+transaction can start (the transaction log, ``transaction.max.timeout.ms``), whether a queue
+works at all (share groups) and whether the principal may do what the profile needs (ACLs).
+:func:`check` reads all of it with the profile's own connection settings and returns a
+:class:`Report`; :func:`verify` raises :class:`~sdk.errors.DoctorError` on a FAIL. The command
+line is ``python -m sdk doctor NAME --file profiles.yaml [--topic T ...] [--json]``
+(docs/doctor.md).
+"""
+
+from sdk.doctor._checks import check, verify
+from sdk.doctor._report import Check, Report, Status
+
+__all__ = ["Check", "Report", "Status", "check", "verify"]
