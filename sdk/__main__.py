@@ -1,4 +1,10 @@
-"""Command line of the SDK: ``python -m sdk profile explain NAME|GUARANTEE``."""
+"""Command line of the SDK.
+
+``python -m sdk profile explain NAME|GUARANTEE``, ``python -m sdk profile reference``,
+``python -m sdk doctor NAME --file profiles.yaml [--topic T ...] [--json]`` (the cluster checked
+against a profile), and ``python -m sdk doctor restart-check|preferred-leaders ...`` (rolling
+restarts).
+"""
 
 from __future__ import annotations
 
@@ -30,7 +36,33 @@ def _parser() -> argparse.ArgumentParser:
         help="bootstrap servers for a bare guarantee (default: %(default)s)",
     )
     actions.add_parser("reference", help="print the profile reference (docs/profiles.md)")
+    # listed for --help only: main() hands everything after "doctor" to the doctor's own parser
+    commands.add_parser(
+        "doctor",
+        help="check the cluster against a profile: python -m sdk doctor NAME --file F "
+        "(also restart-check, preferred-leaders)",
+        add_help=False,
+    )
     return parser
+
+
+_RESTART_COMMANDS = ("restart-check", "preferred-leaders")
+
+
+def _doctor(argv: list[str]) -> int:
+    """``python -m sdk doctor ...``: the profile checks, or the rolling-restart commands."""
+    if argv[:1] and argv[0] in _RESTART_COMMANDS:
+        try:
+            from sdk.doctor._restart import main as restart_main
+        except ModuleNotFoundError as exc:
+            if exc.name != "sdk.doctor._restart":
+                raise
+            print(f"doctor {argv[0]}: not available in this version", file=sys.stderr)
+            return 2
+        return restart_main(argv)
+    from sdk.doctor._cli import main as doctor_main
+
+    return doctor_main(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,9 +72,13 @@ def main(argv: list[str] | None = None) -> int:
         argv: Arguments (default: ``sys.argv[1:]``).
 
     Returns:
-        The exit status: 0 on success, 2 for a bad profile or argument.
+        The exit status: 0 on success, 2 for a bad profile or argument; ``doctor``: 1 when a
+        check failed.
     """
-    args = _parser().parse_args(argv)
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["doctor"]:
+        return _doctor(args_list[1:])
+    args = _parser().parse_args(args_list)
     from sdk.profiles import load_profiles
     from sdk.profiles._explain import explain
 

@@ -74,6 +74,10 @@ class Consumer(HandlingLoop):
             parented to the producer's trace context from the headers; rebalance, retry and
             dead-letter metrics). None uses ``Telemetry.default()`` (records nothing until the
             application installs an SDK; checked once per polled batch); False: none.
+        verify_cluster: Before the first connection, check the cluster against the profile
+            and the topics (:func:`sdk.doctor.verify`): a FAIL (a missing topic, unclean
+            leader election under at_least_once, a missing ACL...) raises
+            :class:`~sdk.errors.DoctorError` from the first run, naming each failing check.
 
     Raises:
         ConfigurationError: An ``exactly_once`` profile (use :class:`sdk.processor.Processor`),
@@ -92,6 +96,7 @@ class Consumer(HandlingLoop):
         poll_timeout_s: float = 0.2,
         client_factory: Callable[[dict[str, Any]], ConsumerClient] | None = None,
         telemetry: Telemetry | Literal[False] | None = None,
+        verify_cluster: bool = False,
     ) -> None:
         if profile.guarantee is Guarantee.EXACTLY_ONCE:
             raise ConfigurationError(
@@ -131,6 +136,7 @@ class Consumer(HandlingLoop):
         )
         self._failure.telemetry = self._telemetry
         self._offsets.telemetry = self._telemetry
+        self._verify_cluster = verify_cluster
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -193,6 +199,11 @@ class Consumer(HandlingLoop):
         if self._state is ConsumerState.CLOSED:
             raise ClosedError("this Consumer is closed; create a new one")
         if self._client is None:
+            if self._verify_cluster:
+                from sdk.doctor import verify  # lazy: the admin client only when asked for
+
+                verify(self.profile, self.topics)
+                self._verify_cluster = False  # once per consumer, not at every run
             factory = self._factory
             if factory is None:
                 from confluent_kafka import Consumer as _Client
@@ -254,6 +265,7 @@ class Consumer(HandlingLoop):
                 credentials.
             KafkaClientError: A commit, dead-letter delivery or fatal client error.
             ConfigurationError: ``handle_sigterm=True`` outside the main thread.
+            DoctorError: ``verify_cluster=True`` and a check of the cluster failed.
         """
         idle_s = renamed(
             "Consumer.run", "idle_timeout", idle_timeout, "idle_timeout_s", idle_timeout_s

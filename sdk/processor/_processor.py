@@ -85,6 +85,10 @@ class Processor(HandlingLoop):
         on_progress: Called with a :class:`Progress` after every rebalance event and every
             commit (assignment, committed positions), so a supervisor need not poll the
             broker; runs in the processor's thread, its exceptions are logged and ignored.
+        verify_cluster: Before the first connection, check the cluster against the profile
+            and the input topics (:func:`sdk.doctor.verify`; outputs are not known before the
+            handler returns them): a FAIL raises :class:`~sdk.errors.DoctorError` from
+            :meth:`run`, naming each failing check.
 
     Raises:
         ConfigurationError: Both deprecated handlers, no input topic, or no transactional id
@@ -107,6 +111,7 @@ class Processor(HandlingLoop):
         consumer_factory: Callable[[dict[str, Any]], ConsumerClient] = _ConsumerClient,
         telemetry: Telemetry | Literal[False] | None = None,
         on_progress: Callable[[Progress], Any] | None = None,
+        verify_cluster: bool = False,
     ) -> None:
         if handler is not None or batch_handler is not None:
             moved("handler", "Processor()", "run() (a batch handler to run_batch())")
@@ -159,6 +164,7 @@ class Processor(HandlingLoop):
         )
         self._txn = TransactionSession(self._producer, stats=self.stats, telemetry=tel)
         self._timeout_s = self._txn.timeout_s
+        self._verify_cluster = verify_cluster
 
     @property
     def assignment(self) -> list[tuple[str, int]]:
@@ -232,6 +238,7 @@ class Processor(HandlingLoop):
             ProducerFencedError: Fenced with ``on_fenced="raise"`` (or fatal producer error).
             HandlerError: The handler failed with ``failure.on_failure="stop"``.
             KafkaClientError: Another unrecoverable Kafka error.
+            DoctorError: ``verify_cluster=True`` and a check of the cluster failed.
         """
         limit = renamed(
             "Processor.run", "max_seconds", max_seconds, "max_duration_s", max_duration_s
@@ -342,6 +349,10 @@ class Processor(HandlingLoop):
         self.stats.note(f"open transaction aborted on the way out ({type(cause).__name__})")
 
     def _start(self) -> None:
+        if self._verify_cluster:
+            from sdk.doctor import verify  # lazy: the admin client only when asked for
+
+            verify(self.profile, self.topics)
         config: dict[str, Any] = dict(self.profile.consumer.render())
         if "statistics.interval.ms" in config and "stats_cb" not in config:
             config["stats_cb"] = self._tel.stats_callback(self._group)  # consumer lag gauge
