@@ -6,7 +6,8 @@
 # Targets beyond the two set-up commands:
 #   ./dev.sh reliability [args]  - fault pipeline / soak target (python -m tests.reliability.run)
 #   ./dev.sh bench [args]        - benchmarks against peers (python -m benchmarks.run)
-# Needs: python3 >= 3.11, java >= 17, mvn (only for the first jar download).
+# Needs: python3 >= 3.11, java >= 17, mvn (only for the first jar download), go >= 1.22 (only
+# to build toxiproxy-server once, for the network-fault tests).
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=.venv/bin/python
@@ -26,6 +27,7 @@ setup() {
     touch "$stamp"
   fi
   "$PY" -m sdk.testing.cluster fetch >/dev/null
+  "$PY" -m sdk.testing.toxiproxy install >/dev/null
 }
 
 case "${1:-}" in

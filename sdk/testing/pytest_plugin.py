@@ -7,6 +7,9 @@ Install ``kafka-semantics[testing]`` and name the plugin in the rootdir's ``conf
 Fixtures:
     kafka_cluster: session-scoped 1-node cluster (see :func:`sdk.testing.backends.open_cluster`).
     kafka_cluster3: session-scoped 3-node cluster (replication 3, min.insync.replicas 2).
+    kafka_cluster3_proxied: session-scoped 3-node :class:`LocalCluster` whose clients connect
+        through Toxiproxy (``network_faults=True``: ``cluster.network.cut(1)``...); skips the
+        test when no ``toxiproxy-server`` is installed.
     make_topic: factory ``make_topic(partitions=1, *, cluster=None, replication_factor=-1,
         config=None) -> name`` creating a uuid-named topic (on ``kafka_cluster`` by default).
     make_group: factory ``make_group(prefix="g") -> name`` returning a uuid-named group id.
@@ -26,10 +29,12 @@ from sdk.testing.admin import create_topic
 from sdk.testing.backends import KafkaBackend, open_cluster
 from sdk.testing.cluster import LocalCluster
 from sdk.testing.postgres import PostgresServer
+from sdk.testing.toxiproxy import INSTALL_HINT, find_toxiproxy
 
 __all__ = [
     "kafka_cluster",
     "kafka_cluster3",
+    "kafka_cluster3_proxied",
     "make_group",
     "make_topic",
     "postgres",
@@ -59,6 +64,19 @@ def kafka_cluster3() -> Iterator[KafkaBackend]:
     cluster = open_cluster(3)
     yield cluster
     cluster.close()
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster3_proxied() -> Iterator[LocalCluster]:
+    """A 3-node local cluster with a Toxiproxy proxy before each broker, shared by the session.
+
+    Always a :class:`LocalCluster` (``KAFKA_BOOTSTRAP_SERVERS_3`` does not apply): the proxies
+    are the harness's. Started only when a test asks for it.
+    """
+    if find_toxiproxy() is None:
+        pytest.skip(f"network faults need toxiproxy-server: {INSTALL_HINT}")
+    with LocalCluster(3, network_faults=True) as cluster:
+        yield cluster
 
 
 @pytest.fixture

@@ -9,7 +9,10 @@ from typing import Any
 from sdk.errors import PortInUseError
 from sdk.testing.cluster._node import Node
 
-__all__ = ["check_port_free", "free_ports", "render_config"]
+__all__ = ["INTERNAL_LISTENER", "check_port_free", "free_ports", "render_config"]
+
+INTERNAL_LISTENER = "INTERNAL"
+"""The inter-broker listener of a cluster whose clients go through fault proxies."""
 
 
 def free_ports(count: int) -> list[int]:
@@ -54,6 +57,7 @@ def render_config(
     size: int,
     extra_listeners: Mapping[str, str],
     broker_config: Mapping[str, Any],
+    advertised_port: int | None = None,
 ) -> str:
     """Render a node's ``server.properties``.
 
@@ -63,6 +67,9 @@ def render_config(
         size: Number of nodes (1: replication 1; 3: replication 3, min ISR 2).
         extra_listeners: Extra client listeners, name -> security protocol.
         broker_config: Entries that win over the defaults.
+        advertised_port: Port the client (PLAINTEXT) listener advertises instead of its own (a
+            fault proxy's); brokers then talk to each other on :data:`INTERNAL_LISTENER`, which
+            must be among ``extra_listeners``.
 
     Returns:
         The file's text.
@@ -103,6 +110,9 @@ def render_config(
         "group.share.heartbeat.interval.ms": 1_000,
         "group.share.min.heartbeat.interval.ms": 1_000,
     }
+    if advertised_port is not None:  # clients go through the proxy, brokers around it
+        config["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{advertised_port}"
+        config["inter.broker.listener.name"] = INTERNAL_LISTENER
     for name, protocol in extra_listeners.items():
         address = f",{name}://127.0.0.1:{node.extra_ports[name]}"
         config["listeners"] += address

@@ -3,7 +3,8 @@
 Every node is a combined broker+controller JVM started from the Maven-resolved jars
 (:mod:`sdk.testing.jars`). The cluster supports fault injection: ``kill`` (SIGKILL), ``stop``
 (clean SIGTERM), ``pause``/``resume`` (SIGSTOP/SIGCONT), ``restart`` and ``leader_of``
-(:mod:`sdk.testing.cluster._faults`). A node's ports, files and process are a
+(:mod:`sdk.testing.cluster._faults`); network faults, with Toxiproxy before every broker, are
+:mod:`sdk.testing.cluster._proxy`'s. A node's ports, files and process are a
 :class:`~sdk.testing.cluster._node.Node`; its ``server.properties`` is rendered by
 :mod:`sdk.testing.cluster._config`; brokers are forked by :mod:`sdk.testing.cluster._spawner`.
 """
@@ -29,6 +30,7 @@ from sdk.errors import BrokerStartError, ClusterError, PortInUseError
 from sdk.testing.cluster._config import check_port_free, free_ports, render_config
 from sdk.testing.cluster._faults import FaultInjection
 from sdk.testing.cluster._node import Node, NodeState
+from sdk.testing.cluster._proxy import NetworkFaults
 from sdk.testing.cluster._spawner import Spawner, die_with_parent
 from sdk.testing.jars import DEFAULT_KAFKA_VERSION, BrokerJars, resolve_broker_jars
 from sdk.testing.tools import find_java
@@ -75,6 +77,8 @@ class LocalCluster(FaultInjection):
             ``{"SASL_SSL": "SASL_SSL"}``), each on a free port per node (:meth:`listener_port`,
             :meth:`listener_bootstrap`); their ``listener.name.<name>.*`` settings go in
             ``broker_config``. The PLAINTEXT listener stays the inter-broker one.
+        network_faults: Put a Toxiproxy proxy before each broker's PLAINTEXT listener, which
+            advertises it; the faults are :attr:`network`'s calls (brokers talk directly).
         heap: JVM ``-Xmx`` for each node.
         start_timeout_s: Seconds to wait for the cluster to become ready.
         die_with_parent: Kill the brokers when the Python process that started them ends
@@ -106,6 +110,7 @@ class LocalCluster(FaultInjection):
         cache_dir: Path | None = None,
         progress: Callable[[str], None] = _progress,
         start_timeout: float | None = None,
+        network_faults: bool = False,
     ) -> None:
         if nodes not in (1, 3):
             raise ClusterError(f"nodes must be 1 or 3, got {nodes}")
@@ -132,6 +137,10 @@ class LocalCluster(FaultInjection):
         self.jars: BrokerJars | None = None
         self.cluster_id = ""
         self.start_duration_s: float | None = None
+        self.network: NetworkFaults | None = None
+        if network_faults:
+            self.network = NetworkFaults(self.workdir, die_with_parent=die_with_parent)
+            self._extra_listeners.update(NetworkFaults.LISTENERS)
 
     start_seconds = RenamedAttribute[float | None]("start_duration_s")
     """Deprecated name of :attr:`start_duration_s`."""
@@ -202,6 +211,8 @@ class LocalCluster(FaultInjection):
         voters = ",".join(
             f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self._nodes.values()
         )
+        if self.network is not None:  # before the brokers, which advertise its proxies
+            self.network.start(self._nodes.values())
         for node in self._nodes.values():
             node.config_path.write_text(
                 render_config(
@@ -210,6 +221,7 @@ class LocalCluster(FaultInjection):
                     size=self.size,
                     extra_listeners=self._extra_listeners,
                     broker_config=self._broker_config,
+                    advertised_port=self.network.port_of(node.node_id) if self.network else None,
                 )
             )
         self._format_storage()
@@ -365,6 +377,8 @@ class LocalCluster(FaultInjection):
                 node.send_signal(signal.SIGKILL)
                 node.wait_exit(10.0)
             node.state = NodeState.STOPPED
+        if self.network is not None:
+            self.network.close()
 
     # ------------------------------------------------------------------ nodes
     @property
@@ -374,7 +388,9 @@ class LocalCluster(FaultInjection):
 
     @property
     def bootstrap_servers(self) -> str:
-        """Comma-separated ``host:port`` of every node's client listener."""
+        """Comma-separated ``host:port`` of every node's client listener (or of its proxy)."""
+        if self.network is not None:
+            return self.network.bootstrap_servers
         return ",".join(f"127.0.0.1:{n.port}" for n in self._nodes.values())
 
     def port_of(self, node_id: int) -> int:
@@ -476,6 +492,7 @@ class LocalCluster(FaultInjection):
             "kafka_version": self.kafka_version,
             "cluster_id": self.cluster_id,
             "java": self._java,
+            "network": self.network.state() if self.network else None,
             "nodes": [
                 {
                     "node_id": n.node_id,
@@ -517,6 +534,8 @@ class LocalCluster(FaultInjection):
             node.pid = item["pid"]
             node.state = NodeState.RUNNING if node.alive() else NodeState.STOPPED
             cluster._nodes[node.node_id] = node
+        if state.get("network"):
+            cluster.network = NetworkFaults.attach(state["network"], cluster.workdir)
         return cluster
 
     def __iter__(self) -> Iterator[int]:

@@ -13,6 +13,7 @@ import pytest
 FIXTURES = (
     "kafka_cluster",
     "kafka_cluster3",
+    "kafka_cluster3_proxied",
     "make_topic",
     "make_group",
     "postgres",
