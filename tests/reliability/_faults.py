@@ -4,8 +4,10 @@ Every fault is made deterministic by waiting for a *state* rather than a time:
 
 * ``leader_kill``: SIGKILL the leader of input partition 0 while the source stage is producing,
   wait for the new leader, restart the node, wait for full ISRs.
-* ``broker_bounce``: for each node in turn, clean stop (controlled shutdown) + restart, and wait
-  for full ISRs before the next node (otherwise ``min.insync.replicas=2`` would stall writes).
+* ``broker_bounce``: for each node in turn, clean stop (controlled shutdown) + restart; before
+  each stop, wait until the node may go (``sdk doctor restart-check --wait``: no partition would
+  fall below ``min.insync.replicas=2`` or go offline, every partition it hosts fully in sync:
+  otherwise writes would stall), and for full ISRs after the last.
 * ``processor_kill``: SIGKILL processor ``a`` and start it again with the same instance id.
 * ``zombie``: (exactly_once) processor ``b``'s handler is held while its open transaction already
   holds records (freeze file), then the process is SIGSTOPped for longer than both the
@@ -45,6 +47,8 @@ from typing import Any
 from confluent_kafka import ConsumerGroupTopicPartitions
 from confluent_kafka.admin import AdminClient
 
+from sdk.doctor._restart import preferred_leaders, wait_until_safe
+from sdk.errors import SdkError
 from sdk.testing.cluster import LocalCluster
 from tests.sdk.processor._support import wait_for
 
@@ -225,12 +229,23 @@ def leader_kill(ctx: FaultContext) -> None:
 
 
 def broker_bounce(ctx: FaultContext) -> None:
+    bs = ctx.cluster.bootstrap_servers
     for node in ctx.cluster.node_ids:
         t0 = time.monotonic()
+        # the node restarted before this one has caught up on every partition the two share
+        verdict = wait_until_safe(bs, node, 120.0)
+        waited = time.monotonic() - t0
         ctx.cluster.stop(node)
         ctx.cluster.restart(node)
-        wait_full_isr(ctx)
-        ctx.log(f"  bounced node {node} in {time.monotonic() - t0:.1f}s")
+        ctx.log(
+            f"  bounced node {node} in {time.monotonic() - t0:.1f}s (safe to stop after "
+            f"{waited:.1f}s; it led {verdict.leads} of {verdict.hosted} partitions)"
+        )
+    wait_full_isr(ctx)
+    try:
+        ctx.log(f"  {len(preferred_leaders(bs))} partitions not led by their preferred replica")
+    except SdkError as exc:  # a diagnostic must not fail the fault
+        ctx.log(f"  preferred leaders not read: {exc}")
     ctx.notes["broker_bounce"] = f"nodes {ctx.cluster.node_ids}"
 
 
