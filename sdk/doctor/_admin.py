@@ -222,6 +222,8 @@ class ClusterReader:
         ConfigurationError: librdkafka refused the connection settings.
     """
 
+    _client_errors: list[Any]
+
     def __init__(
         self,
         config: Mapping[str, Any],
@@ -231,7 +233,10 @@ class ClusterReader:
         timeout_s: float,
     ) -> None:
         conf = dict(config)
+        self._client_errors = []
         conf.setdefault("logger", _log)  # librdkafka's connection noise: silent by default
+        # a refused login only shows here: the admin call itself just times out
+        conf["error_cb"] = self._client_errors.append
         try:
             self._admin = AdminClient(conf)
         except Exception as exc:  # KafkaException for a bad librdkafka key or value
@@ -299,7 +304,23 @@ class ClusterReader:
                 _names(result.authorized_operations),
             )
 
-        return self._cached("cluster", "", read, "DESCRIBE on the cluster")
+        facts = self._cached("cluster", "", read, "DESCRIBE on the cluster")
+        if isinstance(facts, Unreadable) and facts.error is not None:
+            self._admin.poll(0)  # serves error_cb
+            cause = self._client_cause()
+            if cause is not None:
+                facts = Unreadable(str(cause), cause)
+                self._cache["cluster", ""] = facts
+        return facts
+
+    def _client_cause(self) -> SdkError | None:
+        """The most telling error librdkafka reported on its own (a refused login first)."""
+        translated = [from_kafka_error(err, context="connecting") for err in self._client_errors]
+        for kind in (AuthenticationError, BrokerUnreachableError):
+            for err in translated:
+                if isinstance(err, kind):
+                    return err
+        return None
 
     def broker_configs(self) -> dict[str, ConfigValue] | Unreadable:
         """The configs of one broker (the lowest node id; they are set alike on every broker)."""

@@ -117,9 +117,8 @@ def judge_min_isr(
             name,
             Status.WARN,
             found,
-            f"once the followers fall out of the ISR, acks=all waits for the leader alone: "
-            f"{what} acknowledged by one disk are lost with it; 2 keeps every acknowledged "
-            "record on two",
+            "once the followers fall out of the ISR, acks=all waits for the leader alone: "
+            f"{what} held by one disk are lost with it; 2 keeps every acknowledged one on two",
             fix,
         )
     if min_isr == rf:

@@ -127,7 +127,8 @@ class Report:
                         break_on_hyphens=False,
                     )
                 if c.fix:  # one line per command, unwrapped, so that it can be pasted
-                    lines += [f"      fix: {line}" for line in c.fix.split("\n")]
+                    first, *more = c.fix.split("\n")
+                    lines += [f"      fix: {first}", *(f"           {line}" for line in more)]
         n = self.counts()
         lines += [
             "",

@@ -24,9 +24,11 @@ LIBRDKAFKA_MESSAGE_MAX_BYTES = 1_000_000
 _LISTED = 8  # partitions named in a finding before "..."
 
 
-def _partitions(ids: list[int]) -> str:
+def _partitions(ids: list[int], verb: tuple[str, str]) -> str:
+    """``partition 0 has`` / ``partitions 0, 1 have`` (``verb``: singular, plural)."""
     shown = ", ".join(str(i) for i in ids[:_LISTED])
-    return shown + (f" and {len(ids) - _LISTED} more" if len(ids) > _LISTED else "")
+    shown += f" and {len(ids) - _LISTED} more" if len(ids) > _LISTED else ""
+    return f"partition {shown} {verb[0]}" if len(ids) == 1 else f"partitions {shown} {verb[1]}"
 
 
 def _configs_fix(s: Subject, topic: str, setting: str) -> str:
@@ -159,24 +161,27 @@ def judge_in_sync(
         return Check(
             name,
             Status.FAIL,
-            f"partitions {_partitions(offline)} have no leader (offline)",
+            f"{_partitions(offline, ('has', 'have'))} no leader (offline)",
             "nothing can be written to or read from an offline partition",
             restart,
         )
     if below and durable and writes:
+        complete = all(len(p.isr) == len(p.replicas) for p in facts.partitions)
         return Check(
             name,
             Status.FAIL,
-            f"partitions {_partitions(below)} have fewer in-sync replicas than "
+            f"{_partitions(below, ('has', 'have'))} fewer in-sync replicas than "
             f"min.insync.replicas {min_isr}",
             "acks=all writes to them are refused with NOT_ENOUGH_REPLICAS now",
-            restart,
+            "every replica is in sync: lower min.insync.replicas (see its check)"
+            if complete
+            else restart,
         )
     if under:
         return Check(
             name,
             Status.WARN,
-            f"partitions {_partitions(under)} are under-replicated (ISR smaller than the "
+            f"{_partitions(under, ('is', 'are'))} under-replicated (ISR smaller than the "
             "replica set)",
             "one more broker failure may take them offline or below min.insync.replicas; do "
             "not restart another broker until they catch up",

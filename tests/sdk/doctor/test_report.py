@@ -59,7 +59,7 @@ def test_the_table_keeps_each_fix_command_on_one_line() -> None:
         "      fix: kafka-configs.sh --bootstrap-server h:1 --entity-type topics --entity-name t "
         "--alter --add-config unclean.leader.election.enable=false"
     ) in lines
-    assert "      fix: or another command" in lines
+    assert "           or another command" in lines
     assert all(len(line) <= 100 for line in lines if "why:" in line or line.startswith(" " * 11))
     assert lines[-1] == "1 FAIL, 1 WARN, 1 PASS in 0.25s"
     assert "fix" not in text.split("brokers reachable")[1].split("\n")[0]  # PASS: no fix line
