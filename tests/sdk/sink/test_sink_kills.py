@@ -18,12 +18,11 @@ from typing import Any
 import pytest
 
 from sdk.testing.postgres import PostgresServer
+from tests.sdk.sink._kill_sides import PostgresSide, SqliteSide
 from tests.sdk.sink._kills import (
     PARTS,
     Outcome,
-    PostgresSide,
     Scenario,
-    SqliteSide,
     run,
     seed,
 )
