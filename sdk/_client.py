@@ -174,7 +174,11 @@ class ConsumerClient(Protocol):
         ...
 
     def pause(self, partitions: list[TopicPartition]) -> None:
-        """Stop fetching ``partitions`` until resumed or assigned again."""
+        """Stop fetching ``partitions`` until resumed (a rebalance does not resume them)."""
+        ...
+
+    def resume(self, partitions: list[TopicPartition]) -> None:
+        """Fetch paused ``partitions`` again."""
         ...
 
     def incremental_assign(self, partitions: list[TopicPartition]) -> None:

@@ -287,11 +287,19 @@ class Database:
 
     def _check_table(self, session: Session) -> None:
         table = self.positions_table
-        with translating(self.dialect, f"creating the positions table {table}"):
-            if self.create_table:
-                session.begin()
-                session.transaction.cursor.execute(self.dialect.sql(self.dialect.create, table))
-                session.connection.commit()
+        try:
+            with translating(self.dialect, f"creating the positions table {table}"):
+                if self.create_table:
+                    session.begin()
+                    session.transaction.cursor.execute(self.dialect.sql(self.dialect.create, table))
+                    session.connection.commit()
+        except DatabaseUnavailableError:
+            raise
+        except DatabaseError:
+            # PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against itself: of several
+            # sinks starting at once, the others fail on the catalog's unique index. The table
+            # exists then; the column check below says whether it is usable.
+            session.rollback()
         try:
             session.transaction.cursor.execute(f"SELECT {_COLUMNS} FROM {table} WHERE 1 = 0")
             session.transaction.cursor.fetchall()

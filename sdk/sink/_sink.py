@@ -162,6 +162,7 @@ class DatabaseSink:
         self._held = Holdings(self._eos, self.stats, profile.auto_commit_interval_ms / 1000.0)
         self._callback_error: BaseException | None = None
         self._failing_since: float | None = None
+        self._streak = 0  # transient errors since the last committed batch: the backoff
         self._stale = False  # a transaction failed transiently: re-read positions first
         config = profile.render()
         strategy = str(config.get("partition.assignment.strategy", ""))
@@ -383,6 +384,7 @@ class DatabaseSink:
             self._held.rewind(client, list(ends))
             raise
         self._failing_since = None
+        self._streak = 0
         self.stats.transactions += 1
         self._held.positions.update(ends)
         self._held.advise(client, ends)
@@ -424,7 +426,8 @@ class DatabaseSink:
         elif now - self._failing_since > self._retry_timeout:
             raise error
         self._stale = True
-        time.sleep(min(5.0, 0.1 * 2 ** min(self.stats.database_retries, 6)))
+        self._streak += 1
+        time.sleep(min(5.0, 0.05 * 2 ** min(self._streak, 7)))
 
     def _retrying(self, call: Callable[[Session], Any]) -> Any:
         """``call(session)``, retried on transient errors for up to ``retry_timeout_s``."""
@@ -471,9 +474,11 @@ class DatabaseSink:
             consumer.incremental_assign(partitions)
         else:
             consumer.assign(partitions)
-        if self._callback_error is not None:
-            with suppress(Exception):
-                consumer.pause(partitions)
+        with suppress(Exception):
+            if self._callback_error is not None:
+                consumer.pause(partitions)  # unclaimed: not this member's to handle
+            else:  # librdkafka keeps a partition paused across a rebalance (a fenced one)
+                consumer.resume(partitions)
 
     def _on_revoke(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
         # nothing is in flight: a batch is committed or rolled back before the next poll

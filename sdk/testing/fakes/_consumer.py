@@ -311,6 +311,10 @@ class FakeConsumerClient(Scripted):
         """Recorded only: the fake's fetches do not stop."""
         self._call("pause", [(tp.topic, tp.partition) for tp in partitions])
 
+    def resume(self, partitions: list[TopicPartition]) -> None:
+        """Recorded only."""
+        self._call("resume", [(tp.topic, tp.partition) for tp in partitions])
+
     def consumer_group_metadata(self) -> Any:
         """A :class:`FakeGroupMetadata` of ``group.id`` and the current member id."""
         self._call("consumer_group_metadata")

@@ -159,3 +159,30 @@ def test_one_statement_advances_several_partitions_and_names_the_fenced(postgres
     assert mine.advance("g", {("t", 0): 5, ("t", 2): 7}, {("t", 0): 1, ("t", 2): 1}) == []
     mine.commit()
     assert positions(postgres_uri, "g") == {0: (5, 1), 1: (None, 2), 2: (7, 1)}
+
+
+@pytest.mark.postgres
+def test_sinks_starting_together_all_find_the_table(postgres_uri: str) -> None:
+    """PostgreSQL's CREATE TABLE IF NOT EXISTS races with itself; every starter must go on."""
+    for round_ in range(5):
+        table = f"positions_{round_}"
+        barrier = threading.Barrier(4)
+        errors: list[BaseException] = []
+
+        def start(
+            name: str = table,
+            gate: threading.Barrier = barrier,
+            errors: list[BaseException] = errors,
+        ) -> None:
+            gate.wait()
+            try:
+                postgresql(postgres_uri, positions_table=name).session().close()
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=start) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert errors == [], errors

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -162,3 +163,30 @@ def test_at_least_once_commits_to_kafka_after_the_database(setup: Any) -> None:
     assert sorted(int(v) for *_, v in rows(path)) == list(range(1_000))
     assert stats.commits >= 1 and positions(path, group) == {}
     assert sum(committed(bs, group, topic, 2)) == 1_000
+
+
+def test_a_fenced_partition_handed_back_is_read_again(setup: Any, make_topic: Any) -> None:
+    """librdkafka keeps a paused partition paused across a rebalance: the claim resumes it."""
+    bs, topic, group, path = setup(600, partitions=1)
+    prof = profile(bs, "exactly_once", group, batch_size=100)
+    with DatabaseSink(prof, [topic], sqlite(str(path))) as sink:
+        sink.run(insert, max_records=200, idle_timeout_s=10)
+        with sqlite3.connect(path) as db:
+            db.execute(
+                "UPDATE kafka_sink_positions SET epoch = epoch + 1 WHERE group_id = ?", (group,)
+            )
+        assert sink.run(insert, max_records=100, idle_timeout_s=3).fenced == 1
+        # another member joins (on another topic): the group rebalances, the partition returns
+        other = RawConsumer(
+            {"bootstrap.servers": bs, "group.id": group, "session.timeout.ms": 6000}
+        )
+        other.subscribe([make_topic(1)])
+        try:
+            deadline = time.monotonic() + 30
+            while sink.stats.claims < 2 and time.monotonic() < deadline:
+                other.poll(0.1)
+                sink.run(insert, max_records=1, idle_timeout_s=0.5)
+            sink.run(insert, idle_timeout_s=5)
+        finally:
+            other.close()
+    assert sorted(int(v) for *_, v in rows(path)) == list(range(600))
