@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sdk.doctor._admin import AclEntry, ClusterFacts, GroupFacts, TopicFacts, Unreadable
+from sdk.doctor._facts import AclEntry, ClusterFacts, GroupFacts, TopicFacts, Unreadable
 from sdk.doctor._report import Check, Status
 from sdk.doctor._subject import Subject
 

@@ -10,8 +10,9 @@ from sdk.doctor._access import (
     judge_topic_access,
     judge_transactional_id_access,
 )
-from sdk.doctor._admin import ClusterReader, GroupFacts, TopicFacts, Unreadable, admin_config
+from sdk.doctor._admin import ClusterReader, admin_config
 from sdk.doctor._cluster import cluster_checks
+from sdk.doctor._facts import GroupFacts, TopicFacts, Unreadable
 from sdk.doctor._groups import judge_group, judge_share_configs, judge_share_limits
 from sdk.doctor._report import Check, Report, Status
 from sdk.doctor._subject import AnyProfile, Subject, subject_of

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sdk.doctor._admin import ClusterFacts, ClusterReader, ConfigValue, TopicFacts, Unreadable
+from sdk.doctor._admin import ClusterReader
+from sdk.doctor._facts import ClusterFacts, ConfigValue, TopicFacts, Unreadable
 from sdk.doctor._replication import judge_min_isr, judge_replication
 from sdk.doctor._report import Check, Status, worst
 from sdk.doctor._subject import Subject

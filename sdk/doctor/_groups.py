@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sdk.doctor._admin import ConfigValue, GroupFacts, Unreadable
+from sdk.doctor._facts import ConfigValue, GroupFacts, Unreadable
 from sdk.doctor._report import Check, Status
 from sdk.doctor._subject import Subject
 from sdk.profiles import QueueProfile

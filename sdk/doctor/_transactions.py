@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sdk.doctor._admin import ConfigValue, Unreadable
+from sdk.doctor._facts import ConfigValue, Unreadable
 from sdk.doctor._report import Check, Status
 
 __all__ = ["judge_poll_interval", "judge_transaction_timeout"]

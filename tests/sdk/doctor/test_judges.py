@@ -11,7 +11,15 @@ from sdk.doctor._access import (
     judge_topic_access,
     judge_transactional_id_access,
 )
-from sdk.doctor._admin import (
+from sdk.doctor._cluster import (
+    judge_group_protocol,
+    judge_internal_topic,
+    judge_reachable,
+    judge_share_groups,
+    judge_transaction_protocol,
+    judge_version,
+)
+from sdk.doctor._facts import (
     AclEntry,
     BrokerNode,
     ClusterFacts,
@@ -20,14 +28,6 @@ from sdk.doctor._admin import (
     PartitionFacts,
     TopicFacts,
     Unreadable,
-)
-from sdk.doctor._cluster import (
-    judge_group_protocol,
-    judge_internal_topic,
-    judge_reachable,
-    judge_share_groups,
-    judge_transaction_protocol,
-    judge_version,
 )
 from sdk.doctor._groups import judge_group, judge_share_configs, judge_share_limits
 from sdk.doctor._replication import judge_min_isr, judge_replication
