@@ -15,6 +15,7 @@ import pytest
 
 from sdk.doctor import Report, Status, check
 from sdk.profiles import ProcessingProfile
+from sdk.testing.admin import delete_topic
 from sdk.testing.pytest_plugin import require_local
 from tests.sdk.processor._support import wait_for
 
@@ -85,28 +86,31 @@ def test_wrong_topic_settings_on_three_nodes(
                          config={"unclean.leader.election.enable": "true"})  # fmt: skip
     impossible = make_topic(1, cluster=kafka_cluster3, replication_factor=2,
                             config={"min.insync.replicas": "3"})  # fmt: skip
-    profile = processing(bs, "at_least_once")
-    report = check(profile, [weak], output_topics=[weak, unclean, impossible])
-    print(report)
-    checks = by_name(report)
-    min_isr = checks[f"topic {weak}: min.insync.replicas"]
-    assert min_isr.status is Status.WARN
-    assert min_isr.found == "min.insync.replicas 1 with replication factor 3"
-    assert "leader alone" in min_isr.why
-    assert min_isr.fix.endswith(
-        f"--entity-type topics --entity-name {weak} --alter --add-config min.insync.replicas=2"
-    )
-    assert checks[f"topic {unclean}: unclean leader election"].status is Status.FAIL
-    never = checks[f"topic {impossible}: min.insync.replicas"]
-    assert never.status is Status.FAIL and "NOT_ENOUGH_REPLICAS" in never.why
-    assert checks[f"topic {impossible}: replication"].status is Status.WARN  # RF 2
-    # ISR (2) below min ISR (3) now: acks=all writes fail at this moment too
-    assert checks[f"topic {impossible}: in sync now"].status is Status.FAIL
-    assert {c.name for c in report.failures} == {
-        f"topic {unclean}: unclean leader election",
-        f"topic {impossible}: min.insync.replicas",
-        f"topic {impossible}: in sync now",
-    }
+    try:
+        profile = processing(bs, "at_least_once")
+        report = check(profile, [weak], output_topics=[weak, unclean, impossible])
+        print(report)
+        checks = by_name(report)
+        min_isr = checks[f"topic {weak}: min.insync.replicas"]
+        assert min_isr.status is Status.WARN
+        assert min_isr.found == "min.insync.replicas 1 with replication factor 3"
+        assert "leader alone" in min_isr.why
+        assert min_isr.fix.endswith(
+            f"--entity-type topics --entity-name {weak} --alter --add-config min.insync.replicas=2"
+        )
+        assert checks[f"topic {unclean}: unclean leader election"].status is Status.FAIL
+        never = checks[f"topic {impossible}: min.insync.replicas"]
+        assert never.status is Status.FAIL and "NOT_ENOUGH_REPLICAS" in never.why
+        assert checks[f"topic {impossible}: replication"].status is Status.WARN  # RF 2
+        # ISR (2) below min ISR (3) now: acks=all writes fail at this moment too
+        assert checks[f"topic {impossible}: in sync now"].status is Status.FAIL
+        assert {c.name for c in report.failures} == {
+            f"topic {unclean}: unclean leader election",
+            f"topic {impossible}: min.insync.replicas",
+            f"topic {impossible}: in sync now",
+        }
+    finally:  # min ISR above RF on the shared cluster would make every broker unsafe to stop
+        delete_topic(bs, impossible)
 
 
 def test_a_stopped_broker_shows_under_replicated_partitions_now(
