@@ -19,7 +19,7 @@ from sdk.aio._bridge import LoopBridge
 from sdk.errors import ConfigurationError, SdkError
 from sdk.profiles import ConsumerProfile
 from sdk.sink import Database, DatabaseSink, Dialect, SinkStats
-from sdk.sink._database import postgresql_options
+from sdk.sink._database import psycopg_connect_args
 
 __all__ = ["AsyncDatabase", "AsyncDatabaseSink", "AsyncTransaction", "async_postgresql"]
 
@@ -138,19 +138,12 @@ def async_postgresql(
     Raises:
         ConfigurationError: psycopg is not installed.
     """
-    try:
-        import psycopg
-    except ImportError as exc:
-        raise ConfigurationError(
-            "the postgresql sink needs psycopg 3: pip install 'kafka-semantics[postgres]'",
-            field="database",
-        ) from exc
-    options = postgresql_options(idle_in_transaction_timeout_s, lock_timeout_s)
+    psycopg, kwargs = psycopg_connect_args(
+        idle_in_transaction_timeout_s, lock_timeout_s, connect_timeout_s
+    )
 
     async def connect() -> Any:
-        return await psycopg.AsyncConnection.connect(
-            conninfo, options=options, connect_timeout=max(1, int(connect_timeout_s))
-        )
+        return await psycopg.AsyncConnection.connect(conninfo, **kwargs)
 
     return AsyncDatabase(connect, "postgresql", positions_table=positions_table)
 

@@ -15,7 +15,7 @@ from sdk._signals import sigterm_stops
 from sdk.consumer._commits import OffsetKeeper
 from sdk.consumer._failure import FailurePath
 from sdk.consumer._handling import HandlingLoop
-from sdk.consumer._health import ClientHealth, poll_records
+from sdk.consumer._health import ClientHealth, poll_records, subscribed_client
 from sdk.consumer._records import (
     BatchRecordHandler,
     ConsumerRecord,
@@ -204,26 +204,9 @@ class Consumer(HandlingLoop):
 
                 verify(self.profile, self.topics)
                 self._verify_cluster = False  # once per consumer, not at every run
-            factory = self._factory
-            if factory is None:
-                from confluent_kafka import Consumer as _Client
-
-                factory = _Client
-            config: dict[str, Any] = dict(self.profile.render())
-            config["error_cb"] = self._health.on_error
-            try:
-                client = factory(config)
-            except Exception as exc:  # KafkaException for a bad librdkafka key/value
-                raise ConfigurationError(
-                    f"librdkafka refused the consumer configuration: {exc}"
-                ) from exc
-            client.subscribe(
-                self.topics,
-                on_assign=self._on_assign,
-                on_revoke=self._on_revoke,
-                on_lost=self._on_lost,
+            self._client = subscribed_client(
+                self._factory, dict(self.profile.render()), self.topics, self._health, self
             )
-            self._client = client
             self._state = ConsumerState.OPEN
         return self._client
 

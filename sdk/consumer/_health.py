@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sdk._client import ConsumerClient, call_kafka
@@ -13,6 +13,7 @@ from sdk.errors import (
     AuthenticationError,
     AuthorizationError,
     BrokerUnreachableError,
+    ConfigurationError,
     KafkaClientError,
     UnknownTopicError,
     from_kafka_error,
@@ -20,7 +21,7 @@ from sdk.errors import (
 
 _log = logging.getLogger("sdk.consumer")
 
-__all__ = ["ClientHealth", "poll_records"]
+__all__ = ["ClientHealth", "poll_records", "subscribed_client"]
 
 
 class ClientHealth:
@@ -120,3 +121,40 @@ def poll_records(
         stats.note(str(error))
         _log.warning("%s", error)
     return out
+
+
+def subscribed_client(
+    factory: Callable[[dict[str, Any]], ConsumerClient] | None,
+    config: dict[str, Any],
+    topics: Sequence[str],
+    health: ClientHealth,
+    callbacks: Any,
+) -> ConsumerClient:
+    """Create the consumer client (``confluent_kafka.Consumer`` by default) and subscribe.
+
+    Args:
+        factory: Builds the client from the config; None: ``confluent_kafka.Consumer``.
+        config: The rendered librdkafka configuration (``error_cb`` is added).
+        topics: Topics to subscribe to.
+        health: Receives the client's error events.
+        callbacks: Has ``_on_assign``, ``_on_revoke`` and ``_on_lost`` (the front end).
+
+    Raises:
+        ConfigurationError: librdkafka refused the configuration.
+    """
+    if factory is None:
+        from confluent_kafka import Consumer as _Client
+
+        factory = _Client
+    config["error_cb"] = health.on_error
+    try:
+        client = factory(config)
+    except Exception as exc:  # KafkaException for a bad librdkafka key/value
+        raise ConfigurationError(f"librdkafka refused the consumer configuration: {exc}") from exc
+    client.subscribe(
+        list(topics),
+        on_assign=callbacks._on_assign,
+        on_revoke=callbacks._on_revoke,
+        on_lost=callbacks._on_lost,
+    )
+    return client

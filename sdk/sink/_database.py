@@ -24,7 +24,7 @@ __all__ = [
     "Session",
     "Transaction",
     "postgresql",
-    "postgresql_options",
+    "psycopg_connect_args",
     "sqlite",
 ]
 
@@ -317,12 +317,28 @@ class Database:
             ) from exc
 
 
-def postgresql_options(idle_in_transaction_timeout_s: float, lock_timeout_s: float) -> str:
-    """Libpq ``options``: the session timeouts that bound a frozen member's row locks."""
-    return (
+def psycopg_connect_args(
+    idle_in_transaction_timeout_s: float, lock_timeout_s: float, connect_timeout_s: float
+) -> tuple[Any, dict[str, Any]]:
+    """psycopg, and the keyword arguments of its (sync or async) ``connect``.
+
+    ``options`` carries the session timeouts that bound a frozen member's row locks.
+
+    Raises:
+        ConfigurationError: psycopg is not installed.
+    """
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise ConfigurationError(
+            "the postgresql sink needs psycopg 3: pip install 'kafka-semantics[postgres]'",
+            field="database",
+        ) from exc
+    options = (
         f"-c idle_in_transaction_session_timeout={int(idle_in_transaction_timeout_s * 1000)} "
         f"-c lock_timeout={int(lock_timeout_s * 1000)}"
     )
+    return psycopg, {"options": options, "connect_timeout": max(1, int(connect_timeout_s))}
 
 
 def sqlite(
@@ -372,18 +388,11 @@ def postgresql(
     Raises:
         ConfigurationError: psycopg is not installed.
     """
-    try:
-        import psycopg
-    except ImportError as exc:
-        raise ConfigurationError(
-            "the postgresql sink needs psycopg 3: pip install 'kafka-semantics[postgres]'",
-            field="database",
-        ) from exc
-    settings = postgresql_options(idle_in_transaction_timeout_s, lock_timeout_s)
+    psycopg, kwargs = psycopg_connect_args(
+        idle_in_transaction_timeout_s, lock_timeout_s, connect_timeout_s
+    )
 
     def connect() -> Any:
-        return psycopg.connect(
-            conninfo, options=settings, connect_timeout=max(1, int(connect_timeout_s))
-        )
+        return psycopg.connect(conninfo, **kwargs)
 
     return Database(connect, "postgresql", positions_table=positions_table)

@@ -14,7 +14,7 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID
 from sdk._client import ConsumerClient
 from sdk._signals import sigterm_stops
 from sdk.consumer._failure import FailurePath
-from sdk.consumer._health import ClientHealth, poll_records
+from sdk.consumer._health import ClientHealth, poll_records, subscribed_client
 from sdk.errors import (
     ClosedError,
     ConfigurationError,
@@ -317,26 +317,9 @@ class DatabaseSink:
             raise ClosedError("this DatabaseSink is closed; create a new one")
         if self._client is None:
             self._connected()  # creates or checks the positions table before joining
-            factory = self._factory
-            if factory is None:
-                from confluent_kafka import Consumer as _Client
-
-                factory = _Client
-            config: dict[str, Any] = dict(self.profile.render())
-            config["error_cb"] = self._health.on_error
-            try:
-                client = factory(config)
-            except Exception as exc:
-                raise ConfigurationError(
-                    f"librdkafka refused the consumer configuration: {exc}"
-                ) from exc
-            client.subscribe(
-                self.topics,
-                on_assign=self._on_assign,
-                on_revoke=self._on_revoke,
-                on_lost=self._on_lost,
+            self._client = subscribed_client(
+                self._factory, dict(self.profile.render()), self.topics, self._health, self
             )
-            self._client = client
             self._state = Lifecycle.OPEN
         return self._client
 
@@ -453,7 +436,6 @@ class DatabaseSink:
                 session.rollback()
 
         rows = self._retrying(read)
-        self._stale = False
         self._held.reread(client, rows)
 
     # ------------------------------------------------------------------ rebalance callbacks
