@@ -256,6 +256,7 @@ def run_guarantee(
 
     watch = database.DatabaseProgress(spec["database"], guarantee, spec["group"]) if to_db else None
     progress: Callable[[], int] = progress_kafka if watch is None else watch
+    complete: Callable[[], int] = progress_kafka if watch is None else watch.complete
     log = workdir / f"{kind}-{guarantee}.log"
     proc = start_worker(spec, log)
     kills = []
@@ -275,7 +276,7 @@ def run_guarantee(
         deadline = time.monotonic() + 300
         if queue:
             wait_queue_done(bootstrap, spec["output"], guarantee, n, deadline, proc, log)
-        while not queue and progress() < n:
+        while not queue and complete() < n:
             if time.monotonic() > deadline or proc.poll() is not None:
                 raise RuntimeError(f"{label} did not finish; see {log}")
             time.sleep(0.2)
