@@ -12,27 +12,25 @@ One case, on the 3-node ``kafka_cluster3_proxied`` cluster (Toxiproxy before eve
   ``RATE``/s: ``PRE_S`` seconds' worth first, the rest once the fault starts, so input keeps
   arriving through the fault and for ``POST_S`` s after it.
 * **clients under test**, through the proxies: processor ``a`` (``tests.reliability.worker``,
-  exactly_once, transaction timeout 10 s, session timeout 6 s) copying input → output, and an
-  SDK ``Consumer`` (``tests.sdk.consumer.crash_worker``, at_least_once, auto commit 200 ms)
-  recording each handled record in an SQLite ledger.
+  exactly_once, transaction timeout 10 s, session timeout 6 s) copying input → output, and the
+  chosen ``clients`` of tests/reliability/_clients.py (the at-least-once and at-most-once SDK
+  ``Consumer``, the queue, the database sink), each in its own group, all coordinated by the
+  coordinator broker.
 * **the fault** (the test's ``inject``), then **recovery**: the seconds from the heal until
-  every input partition's committed offset of the group has moved past where it stood at the
-  heal (committed offsets read on the direct listener every 0.2 s).
+  every input partition's position has moved past where it stood at the heal (read every
+  0.2 s: the group's committed offsets on the direct listener; the sink's positions table; the
+  queue's handlings per partition).
 * **counting**, not by the SDK: the input and the output with kafka-python (output
-  ``read_committed``), the consumer's handlings by SQL.
+  ``read_committed``), the clients' handlings by SQL.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,15 +41,15 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from sdk.profiles import Guarantee
 from sdk.testing.cluster import LocalCluster
 from sdk.testing.cluster._proxy import NetworkFaults
+from tests.reliability._clients import ClientProcess, make_client
 from tests.reliability._faults import ProcessorProcess
 from tests.reliability._pipeline import COUNTERS
 from tests.reliability._source import SourceStage
-from tests.sdk.consumer._support import Ledger
 from tests.sdk.processor._support import wait_for
 
-ROOT = Path(__file__).resolve().parents[2]
 PARTITIONS = 4
 RATE = 250.0
+"""Source records/s unless a case is given its number of records."""
 PRE_S = 5.0
 POST_S = 10.0
 TRANSACTION_TIMEOUT_MS = 10_000
@@ -126,11 +124,11 @@ class FrontEnd:
     duplicated: int = 0
     out_of_order: int = 0
     during_fault: int = 0
-    """Input records whose offsets the group committed between the fault's start and heal."""
+    """How far the positions moved between the fault's start and the heal (records)."""
     first_progress_s: float | None = None
-    """Seconds from the heal to the first committed progress on any partition."""
+    """Seconds from the heal to the first progress on any partition."""
     recovery_s: float | None = None
-    """Seconds from the heal until every partition's committed offset has moved."""
+    """Seconds from the heal until every partition's position has moved."""
     counters: dict[str, Any] = field(default_factory=dict)
 
 
@@ -152,42 +150,12 @@ class CaseResult:
         return asdict(self)
 
 
-class ConsumerProcess:
-    """One ``tests.sdk.consumer.crash_worker`` (the SDK Consumer), output to a log file."""
-
-    def __init__(self, tmp: Path, args: dict[str, Any]) -> None:
-        self.log_path = tmp / f"consumer-{time.time_ns()}.log"
-        with self.log_path.open("wb") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "tests.sdk.consumer.crash_worker", json.dumps(args)],
-                cwd=ROOT,
-                env={**os.environ, "PYTHONPATH": str(ROOT)},
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-
-    def stop(self) -> dict[str, Any]:
-        """SIGTERM (the worker stops gracefully, committing), then its final stats."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        for line in reversed(self.log_path.read_text(errors="replace").splitlines()):
-            if line.startswith("{"):
-                return dict(json.loads(line))
-        return {}
-
-    def tail(self, lines: int = 30) -> str:
-        """The last lines of its log."""
-        text = self.log_path.read_text(errors="replace").splitlines()
-        return "\n".join(x for x in text[-lines:] if not x.startswith("%"))
-
-
 class NetworkCase:
-    """One fault against the processor (and, with ``consumer``, the Consumer); see the module."""
+    """One fault against the processor and the chosen ``clients``; see the module.
+
+    ``records``: how many the source writes, spread over the case at a steady rate (default:
+    :data:`RATE` records/s).
+    """
 
     def __init__(
         self,
@@ -196,7 +164,8 @@ class NetworkCase:
         fault: str,
         fault_s: float,
         *,
-        consumer: bool = True,
+        clients: Sequence[str] = ("consumer",),
+        records: int | None = None,
         worker_extra: dict[str, Any] | None = None,
         log: Callable[[str], None] = print,
     ) -> None:
@@ -207,7 +176,9 @@ class NetworkCase:
         self.fault = fault
         self.fault_s = fault_s
         self.log = log
-        self.records = int(RATE * (PRE_S + fault_s + POST_S))
+        span = PRE_S + fault_s + POST_S
+        self.records = records or int(RATE * span)
+        self.rate = self.records / span
         self.coordinator = cluster.node_ids[-1]
         self.leaders = [n for n in cluster.node_ids if n != self.coordinator]
         self.leader = self.leaders[0]
@@ -216,9 +187,18 @@ class NetworkCase:
         self.output = self._topic(f"{tag}-out")
         self.group = self._coordinated(f"{tag}-p", "__consumer_offsets")
         self.txn_prefix = self._coordinated(f"{tag}-t", "__transaction_state", suffix="-a") + "-"
-        self.consumer_group = (
-            self._coordinated(f"{tag}-c", "__consumer_offsets") if consumer else ""
-        )
+        self.clients: list[ClientProcess] = [
+            make_client(
+                name,
+                tmp,
+                cluster.bootstrap_servers,
+                self.input,
+                self._coordinated(f"{tag}-{name.replace('_', '')}", "__consumer_offsets"),
+                PARTITIONS,
+                self.committed,
+            )
+            for name in clients
+        ]
         self.gate = tmp / "a.gate"
         self.processor_args = {
             "bootstrap": cluster.bootstrap_servers,
@@ -236,8 +216,6 @@ class NetworkCase:
             **(worker_extra or {}),
         }
         self.processor: ProcessorProcess | None = None
-        self.consumer: ConsumerProcess | None = None
-        self.ledger_path = tmp / "consumer.db"
         self.probes: dict[str, Consumer] = {}
         self.healed_at = 0.0
         self.notes: dict[str, str] = {}
@@ -288,11 +266,13 @@ class NetworkCase:
             self.probes[group] = Consumer({"bootstrap.servers": self.direct, "group.id": group})
         return _committed_or_none(self.probes[group], self.input, PARTITIONS)
 
-    def groups(self) -> dict[str, str]:
-        """Front end name -> its group."""
-        found = {"processor": self.group}
-        if self.consumer_group:
-            found["consumer"] = self.consumer_group
+    def positions(self) -> dict[str, Callable[[], dict[int, int] | None]]:
+        """Front end name -> how to read its position per input partition."""
+        found: dict[str, Callable[[], dict[int, int] | None]] = {
+            "processor": lambda: self.committed(self.group)
+        }
+        for client in self.clients:
+            found[client.name] = client.position
         return found
 
     def check_alive(self) -> None:
@@ -300,9 +280,9 @@ class NetworkCase:
         if self.processor is not None and self.processor.proc.poll() is not None:
             tail = self.processor.log_path.read_text(errors="replace")[-3000:]
             raise AssertionError(f"processor a exited {self.processor.proc.returncode}:\n{tail}")
-        if self.consumer is not None and self.consumer.proc.poll() is not None:
-            code = self.consumer.proc.returncode
-            raise AssertionError(f"consumer exited {code}:\n{self.consumer.tail()}")
+        for client in self.clients:
+            if (why := client.exited()) is not None:
+                raise AssertionError(why)
 
     def hold(self, seconds: float) -> None:
         """Sleep ``seconds`` while watching that the clients under test stay alive."""
@@ -324,45 +304,46 @@ class NetworkCase:
             events = self.processor.stats().get("events", [])[-10:]
             parts.append(f"processor stats {stats}\nlast events {events}")
             parts.append(f"processor stacks:\n{self.processor.stacks()}")
-        if self.consumer is not None:
-            parts.append(f"consumer log:\n{self.consumer.tail()}")
+        for client in self.clients:
+            parts.append(f"{client.name} log:\n{client.tail()}")
         return "\n".join(parts)
 
     # ------------------------------------------------------------------ the case
     def run(self, inject: Callable[[NetworkCase], None]) -> CaseResult:
         """Start everything, ``inject`` the fault (it must call :meth:`heal`), count."""
         started = time.monotonic()
-        Ledger(self.ledger_path).close()  # the table exists before the worker starts
         source = SourceStage(
             self.direct,
             self.input,
             Guarantee.AT_LEAST_ONCE,
             self.records,
-            rate=RATE,
-            chunk=25,  # a steady stream (0.1 s apart), so every partition gets input all along
+            rate=self.rate,
+            # a steady stream (0.1 s apart), so every partition gets input all along
+            chunk=max(25, int(self.rate / 10)),
             log=self.log,
         )
-        groups = self.groups()
-        front = {name: FrontEnd(name, "", self.records) for name in groups}
-        front["processor"].guarantee = "exactly_once"
+        positions = self.positions()
+        front = {name: FrontEnd(name, "exactly_once", self.records) for name in positions}
+        for client in self.clients:
+            front[client.name].guarantee = client.guarantee
         try:
             self.processor = ProcessorProcess(self.tmp, "a", self.processor_args)
-            if self.consumer_group:
-                front["consumer"].guarantee = "at_least_once"
-                self.consumer = ConsumerProcess(self.tmp, self._consumer_args())
-            source.allow(int(RATE * PRE_S))
+            for client in self.clients:
+                client.start()
+            source.allow(int(self.rate * PRE_S))
             source.start()
-            for name, group in groups.items():
-                want = int(RATE * PRE_S * 0.6)
+            want = int(self.rate * PRE_S * 0.6)
+            for name, position in positions.items():
 
-                def ready(g: str = group, w: int = want) -> bool:
+                def ready(read: Callable[[], dict[int, int] | None] = position) -> bool:
                     self.check_alive()
-                    return sum((self.committed(g) or {}).values()) >= w
+                    return sum((read() or {}).values()) >= want
 
                 wait_for(ready, 90, f"{name} to commit {want} records")
-            for group in groups.values():
+            groups = [self.group] + [c.group for c in self.clients if c.name != "queue"]
+            for group in groups:  # a share group is not described by describe_consumer_groups
                 self.check_group_coordinator(group)
-            at_fault = {n: self.committed(g) or {} for n, g in groups.items()}
+            at_fault = {n: read() or {} for n, read in positions.items()}
             self.log(f"[{self.fault}] {self.records:,} records; fault at {at_fault}")
             source.allow(self.records)
             t0 = time.monotonic()
@@ -382,11 +363,8 @@ class NetworkCase:
                 front["processor"].counters = {
                     c: self.processor.stats().get(c, 0) for c in COUNTERS
                 }
-            if self.consumer is not None:
-                stats = self.consumer.stop()
-                front["consumer"].counters = {
-                    k: v for k, v in stats.items() if isinstance(v, int) and v
-                }
+            for client in self.clients:
+                front[client.name].counters = client.stop()
             for probe in self.probes.values():
                 probe.close()
         self._count(front)
@@ -403,31 +381,17 @@ class NetworkCase:
         self.log(f"[{self.fault}] {json.dumps(result.as_dict())}")
         return result
 
-    def _consumer_args(self) -> dict[str, Any]:
-        return {
-            "bootstrap": self.cluster.bootstrap_servers,
-            "topic": self.input,
-            "group": self.consumer_group,
-            "guarantee": "at_least_once",
-            "ledger": str(self.ledger_path),
-            "markers": str(self.tmp),
-            "block_at": [],
-            "idle_timeout_s": 3_600.0,  # stopped by SIGTERM, never for lack of records
-            "auto_commit_interval_ms": 200,
-            "batch_size": 200,
-        }
-
     def _recovery(self, front: dict[str, FrontEnd], at_fault: dict[str, dict[int, int]]) -> None:
-        groups = self.groups()
-        at_heal = {n: self.committed(g) or at_fault[n] for n, g in groups.items()}
-        for name in groups:
+        positions = self.positions()
+        at_heal = {n: read() or at_fault[n] for n, read in positions.items()}
+        for name in positions:
             front[name].during_fault = sum(at_heal[name].values()) - sum(at_fault[name].values())
-        pending = dict(groups)
+        pending = dict(positions)
         while pending:
             self.check_alive()
             now = time.monotonic()
-            for name, group in list(pending.items()):
-                offsets = self.committed(group)
+            for name, read in list(pending.items()):
+                offsets = read()
                 moved = [p for p in range(PARTITIONS) if offsets and offsets[p] > at_heal[name][p]]
                 if moved and front[name].first_progress_s is None:
                     front[name].first_progress_s = round(now - self.healed_at, 1)
@@ -436,9 +400,9 @@ class NetworkCase:
                     del pending[name]
             if pending and now - self.healed_at > RECOVERY_LIMIT_S:
                 raise AssertionError(
-                    f"{sorted(pending)} made no committed progress on every partition within "
+                    f"{sorted(pending)} made no progress on every partition within "
                     f"{RECOVERY_LIMIT_S:.0f}s of the heal (wedged); at the heal {at_heal}, now "
-                    f"{ {n: self.committed(g) for n, g in pending.items()} }"
+                    f"{ {n: read() for n, read in pending.items()} }"
                 )
             time.sleep(0.2)
 
@@ -447,10 +411,11 @@ class NetworkCase:
 
         def drained() -> bool:
             self.check_alive()
-            return all(
-                (now := self.committed(g)) is not None
-                and all(now.get(p, 0) >= o for p, o in ends.items())
-                for g in self.groups().values()
+            processor = self.committed(self.group)
+            return (
+                processor is not None
+                and all(processor.get(p, 0) >= o for p, o in ends.items())
+                and all(client.drained(ends) for client in self.clients)
             )
 
         wait_for(drained, 180, "all input committed", every=0.5)
@@ -471,11 +436,9 @@ class NetworkCase:
         p.out_of_order = sum(
             1 for vs in per_key.values() for a, b in itertools.pairwise(vs) if b <= a
         )
-        if self.consumer_group:
-            ledger = Ledger(self.ledger_path)
-            counts = ledger.counts()
-            ledger.close()
-            c = front["consumer"]
+        for client in self.clients:
+            counts = client.counts()
+            c = front[client.name]
             c.handled = sum(counts.values())
             c.lost = len(expected - set(counts))
             c.duplicated = sum(n - 1 for n in counts.values())

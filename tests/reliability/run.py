@@ -1,13 +1,17 @@
 """Reliability target: ``python -m tests.reliability.run`` (see --help).
 
-Usage: ``python -m tests.reliability.run [--records N] [--guarantee G] [--soak-seconds S]``.
+Usage: ``python -m tests.reliability.run [--records N] [--guarantee G] [--soak-seconds S]``,
+or ``python -m tests.reliability.run --network [--records N] [--fault F ...]``.
 
 Starts its own 3-node ``LocalCluster``, runs the fault pipeline (tests/reliability/_pipeline.py)
 for each chosen guarantee with N records (default 1,000,000), stores the results in
 docs/reliability-results.json and regenerates the table in docs/reliability.md. With
 ``--soak-seconds`` it runs the soak mode instead for each chosen guarantee (steady ``--rate``
 after a ``--warmup``; throughput, p50/p99 end-to-end latency per 5 s window; plot
-docs/reliability-soak.png). ``./dev.sh reliability [args]`` runs it from the repository root.
+docs/reliability-soak.png). With ``--network`` it runs the network-fault matrix instead
+(tests/reliability/_matrix.py; N default 50,000 per cell) and regenerates its table; it exits
+non-zero when a guarantee broke or a client wedged. ``./dev.sh reliability [args]`` runs it
+from the repository root.
 """
 
 from __future__ import annotations
@@ -15,11 +19,14 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from sdk.testing.cluster import LocalCluster
+from tests.reliability._matrix import run_matrix, table, violations
+from tests.reliability._network_cases import FAULTS
 from tests.reliability._pipeline import run_pipeline
 from tests.reliability._soak import run_soak
 
@@ -113,6 +120,10 @@ def regenerate(results: dict[str, Any]) -> None:
     """Rewrite the generated blocks of docs/reliability.md from ``results``."""
     text = DOCS.read_text()
     blocks = {"pipeline": _table(results)}
+    if results.get("network"):
+        order = list(FAULTS)
+        rows = sorted(results["network"].values(), key=lambda r: order.index(r["fault"]))
+        blocks["network"] = table(rows)
     if results.get("soak"):
         blocks["soak"] = _soak_block(results["soak"])
     for name, body in blocks.items():
@@ -129,7 +140,9 @@ def save(results: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument(
+        "--records", type=int, default=None, help="default 1,000,000 (--network: 50,000)"
+    )
     parser.add_argument("--guarantee", choices=[*GUARANTEES, "all"], default="all")
     parser.add_argument(
         "--rate", type=float, default=None, help="source records/s (default 10,000; soak 2,000)"
@@ -138,7 +151,16 @@ def main() -> None:
         "--soak-seconds", type=float, default=0.0, help="run the soak mode for S seconds instead"
     )
     parser.add_argument("--warmup", type=float, default=15.0, help="soak warm-up, not reported")
+    parser.add_argument(
+        "--network", action="store_true", help="run the network-fault matrix instead"
+    )
+    parser.add_argument(
+        "--fault", action="append", choices=list(FAULTS), help="--network: only these faults"
+    )
     args = parser.parse_args()
+    if args.network:
+        sys.exit(network(args.records or 50_000, args.fault or list(FAULTS)))
+    args.records = args.records or 1_000_000
     if args.rate is None:
         args.rate = 2_000.0 if args.soak_seconds else 10_000.0
     results: dict[str, Any] = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
@@ -164,6 +186,24 @@ def main() -> None:
                 save(results)
     save(results)
     print(_table(results))
+
+
+def network(records: int, faults: list[str]) -> int:
+    """Run the network-fault matrix, store it, regenerate its table; 1 if anything broke."""
+    found = run_matrix(records, faults)
+    results: dict[str, Any] = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    for r in found:
+        results.setdefault("network", {})[r["fault"]] = r
+    save(results)
+    broken = [r["fault"] for r in found if "error" in r] + [
+        f"{r['fault']} {f['name']}"
+        for r in found
+        if "error" not in r
+        for f in r["front_ends"]
+        if violations(f)
+    ]
+    print("every guarantee held" if not broken else f"broken: {', '.join(broken)}")
+    return 1 if broken else 0
 
 
 if __name__ == "__main__":
