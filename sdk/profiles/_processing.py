@@ -65,6 +65,8 @@ class ProcessingProfile(ProfileModel):
             for key in _SHARED:
                 if data.get(key) is not None:
                     out[side] = child = _pass_down(side, child, key, data[key])
+        if _is_exactly_once(data.get("guarantee")):
+            out["consumer"] = _poll_within_transaction(out.get("consumer"), out.get("producer"))
         return out
 
     @model_validator(mode="after")
@@ -130,6 +132,49 @@ def _pass_down(side: str, child: Any, key: str, value: Any) -> Any:
             field=f"{side}.{key}",
         )
     return child
+
+
+def _is_exactly_once(value: Any) -> bool:
+    try:
+        return parse_guarantee(value) is Guarantee.EXACTLY_ONCE
+    except ConfigurationError:
+        return False  # the guarantee's own validation reports it
+
+
+def _poll_within_transaction(consumer: Any, producer: Any) -> Any:
+    """exactly_once: the consumer's default poll interval lowered to the transaction timeout.
+
+    The Processor keeps a polled batch in one transaction. With a poll interval above the
+    transaction timeout, a batch slower than the timeout is aborted by the coordinator while
+    the member stays in the group, and is handled again from the same offset, as slowly; at
+    or below it the member leaves the group first (the doctor's "poll interval vs transaction
+    timeout" check). A poll interval the consumer sets itself is kept.
+    """
+    if isinstance(producer, ProfileModel):
+        timeout = getattr(producer, "transaction_timeout_ms", None)
+    elif isinstance(producer, dict):
+        timeout = producer.get(
+            "transaction_timeout_ms", _default(ProducerProfile, "transaction_timeout_ms")
+        )
+    else:
+        timeout = _default(ProducerProfile, "transaction_timeout_ms")
+    if type(timeout) is not int or timeout < 1_000:
+        return consumer  # invalid: the producer's validation names it
+    if isinstance(consumer, ProfileModel):
+        if "max_poll_interval_ms" in consumer.model_fields_set:
+            return consumer
+        if getattr(consumer, "max_poll_interval_ms", 0) <= timeout:
+            return consumer
+        kept = {k: getattr(consumer, k) for k in consumer.model_fields_set}
+        return type(consumer)(**kept, max_poll_interval_ms=timeout)
+    if isinstance(consumer, dict) and consumer.get("max_poll_interval_ms") is None:
+        default = _default(ConsumerProfile, "max_poll_interval_ms")
+        return {**consumer, "max_poll_interval_ms": min(default, timeout)}
+    return consumer
+
+
+def _default(model: type[ProfileModel], field: str) -> Any:
+    return model.model_fields[field].default
 
 
 def _plain(value: Any) -> Any:

@@ -59,7 +59,10 @@ DESCRIPTIONS: dict[str, str] = {
     "poll_timeout_ms": "queue: how long one poll waits for records",
     "auto_commit_interval_ms": "at_least_once: how often stored offsets are committed",
     "session_timeout_ms": "classic protocol: a member silent this long is removed",
-    "max_poll_interval_ms": "a member that does not poll this long leaves the group",
+    "max_poll_interval_ms": (
+        "a member that does not poll this long leaves the group (an exactly_once processing "
+        "profile lowers the default to the producer's transaction_timeout_ms)"
+    ),
     "group_protocol": "classic, or consumer (KIP-848, server-side assignment)",
     "assignor": "a name from sdk.assignors with a native strategy (range, round_robin, "
     "cooperative_sticky); with group_protocol consumer (KIP-848) it selects the broker's "

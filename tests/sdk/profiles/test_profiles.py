@@ -305,3 +305,28 @@ def test_a_contradicting_secret_is_not_shown() -> None:
         )
     assert info.value.field == "consumer.security"
     assert "secret" not in str(info.value).replace("secrets", "")
+
+
+def test_exactly_once_processing_polls_within_the_transaction_timeout() -> None:
+    def processing(guarantee: str, consumer: Any, **producer: Any) -> ProcessingProfile:
+        return ProcessingProfile(
+            guarantee=guarantee,
+            bootstrap_servers=B,
+            consumer=consumer,
+            producer={"transactional_id_prefix": "p-", **producer},
+        )
+
+    assert processing("exactly_once", {"group_id": "g"}).consumer.max_poll_interval_ms == 60_000
+    short = processing("exactly_once", {"group_id": "g"}, transaction_timeout_ms=20_000)
+    assert short.consumer.max_poll_interval_ms == 20_000
+    built = ConsumerProfile(guarantee="exactly_once", bootstrap_servers=B, group_id="g")
+    from_model = processing("exactly_once", built)
+    assert from_model.consumer.max_poll_interval_ms == 60_000
+    assert from_model.consumer.group_id == "g"
+    # a poll interval the consumer sets itself is kept (the doctor then WARNs)
+    own = processing("exactly_once", {"group_id": "g", "max_poll_interval_ms": 300_000})
+    assert own.consumer.max_poll_interval_ms == 300_000
+    alo = ProcessingProfile(
+        guarantee="at_least_once", bootstrap_servers=B, consumer={"group_id": "g"}, producer={}
+    )
+    assert alo.consumer.max_poll_interval_ms == 300_000
