@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,31 @@ every 10,000 input records; at 100 B that is ~3x as many transactions as the int
 (measured: 21 instead of 6 for 200,000 records), so the ``default cap`` case shows what it costs."""
 
 
+def processing_profile(
+    bootstrap: str, guarantee: str, *, default_cap: bool = False, commit_interval_ms: int = 100
+) -> ProcessingProfile:
+    """The profile of a Processor case: a fresh group, ``INTERVAL_ONLY`` unless ``default_cap``."""
+    group = f"bench-{uuid.uuid4().hex[:8]}"
+    producer: dict[str, Any] = {"guarantee": guarantee, "bootstrap_servers": bootstrap}
+    if guarantee == "exactly_once":
+        producer["transactional_id_prefix"] = f"{group}-"
+    cap = {} if default_cap else {"max_records_per_transaction": INTERVAL_ONLY}
+    return ProcessingProfile.model_validate(
+        {
+            "guarantee": guarantee,
+            "consumer": {
+                "guarantee": guarantee,
+                "bootstrap_servers": bootstrap,
+                "group_id": group,
+                **_harness.sdk_consumer_fields(),
+            },
+            "producer": producer,
+            "commit_interval_ms": commit_interval_ms,
+            **cap,
+        }
+    )
+
+
 def processor(
     bootstrap: str,
     source: str,
@@ -57,23 +83,7 @@ def processor(
     :data:`INTERVAL_ONLY`).
     """
     out = topic(bootstrap)
-    group = f"bench-{uuid.uuid4().hex[:8]}"
-    producer: dict[str, Any] = {"guarantee": guarantee, "bootstrap_servers": bootstrap}
-    if guarantee == "exactly_once":
-        producer["transactional_id_prefix"] = f"{group}-"
-    cap = {} if default_cap else {"max_records_per_transaction": INTERVAL_ONLY}
-    profile = ProcessingProfile(
-        guarantee=guarantee,
-        consumer={
-            "guarantee": guarantee,
-            "bootstrap_servers": bootstrap,
-            "group_id": group,
-            **_harness.sdk_consumer_fields(),
-        },
-        producer=producer,
-        commit_interval_ms=100,
-        **cap,
-    )
+    profile = processing_profile(bootstrap, guarantee, default_cap=default_cap)
     first = 0.0
     seen = 0
     proc: Processor | AsyncProcessor
@@ -128,6 +138,29 @@ def hand_written(
     same per-record handler); without it the loop produces each record directly.
     """
     out = topic(bootstrap)
+    consumer, producer = eos_clients(bootstrap)
+    consumer.subscribe([source])
+    seen, first, txns = eos_loop(
+        consumer, producer, out, until=lambda seen: seen >= n, with_handler=with_handler
+    )
+    seconds = time.perf_counter() - first
+    consumer.close()
+    return Result(
+        GROUP,
+        "hand-written confluent-kafka EOS loop" + (" (handler)" if with_handler else ""),
+        size,
+        seen,
+        seconds,
+        extra={"transactions": txns},
+    )
+
+
+def eos_clients(bootstrap: str) -> tuple[Any, Any]:
+    """The hand-written loop's clients: a consumer (not subscribed yet) and a producer.
+
+    The consumer reads committed records in a fresh group; the producer's transactions are
+    initialised.
+    """
     group = f"bench-{uuid.uuid4().hex[:8]}"
     consumer = Consumer(
         _harness.raw_consumer_config(
@@ -140,10 +173,6 @@ def hand_written(
             }
         )
     )
-
-    def handle(m: Any) -> list[tuple[str, bytes | None, bytes | None]]:
-        return [(out, m.value(), m.key())]
-
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
@@ -153,9 +182,29 @@ def hand_written(
         }
     )
     producer.init_transactions(60)
-    consumer.subscribe([source])
+    return consumer, producer
+
+
+def eos_loop(
+    consumer: Any,
+    producer: Any,
+    out: str,
+    *,
+    until: Callable[[int], bool],
+    interval_s: float = 0.1,
+    with_handler: bool = False,
+) -> tuple[int, float, int]:
+    """Copy to ``out`` in transactions of ``interval_s`` until ``until(records seen)``.
+
+    Returns:
+        (records seen, perf_counter time of the first record, transactions committed).
+    """
+
+    def handle(m: Any) -> list[tuple[str, bytes | None, bytes | None]]:
+        return [(out, m.value(), m.key())]
+
     seen, first, began, txns = 0, 0.0, 0.0, 0
-    while seen < n:
+    while not until(seen):
         msgs = consumer.consume(1000, 0.1)
         if msgs and not first:
             first = time.perf_counter()
@@ -183,23 +232,14 @@ def hand_written(
                     except BufferError:
                         producer.poll(0.01)
             seen += 1
-        if began and (time.perf_counter() - began >= 0.1 or seen >= n):
+        if began and (time.perf_counter() - began >= interval_s or until(seen)):
             producer.send_offsets_to_transaction(
                 consumer.position(consumer.assignment()), consumer.consumer_group_metadata()
             )
             producer.commit_transaction(60)
             txns += 1
             began = 0.0
-    seconds = time.perf_counter() - first
-    consumer.close()
-    return Result(
-        GROUP,
-        "hand-written confluent-kafka EOS loop" + (" (handler)" if with_handler else ""),
-        size,
-        seen,
-        seconds,
-        extra={"transactions": txns},
-    )
+    return seen, first, txns
 
 
 def _quix_python() -> str | None:

@@ -16,6 +16,7 @@ Examples::
     .venv/bin/python -m benchmarks.run --quick          # 100,000 records, 1 run
     .venv/bin/python -m benchmarks.run --only producer --sizes 100 --no-docs
     .venv/bin/python -m benchmarks.run --only sink --sizes 100 --no-docs   # not in "every"
+    .venv/bin/python -m benchmarks.run --only latency   # not in "every"; its own docs section
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from benchmarks import _aio, _consumers, _harness, _producers, _queue, _rpw, _sink
+from benchmarks import _aio, _consumers, _harness, _latency, _producers, _queue, _rpw, _sink
 from benchmarks._harness import (
     CPU_KEYS,
     Result,
@@ -575,6 +576,7 @@ def main() -> None:
         default=_harness.FETCH_BACKOFF_MS,
         help="fetch.queue.backoff.ms of every consumer, the SDK's and the peers' (default: 10)",
     )
+    _latency.add_arguments(parser)
     args = parser.parse_args()
     args.argv = sys.argv[1:]
     _harness.FETCH_BACKOFF_MS = args.fetch_backoff_ms
@@ -582,6 +584,11 @@ def main() -> None:
         args.records, args.rpw_records, args.runs = 100_000, 50_000, 1
         args.memory_records = 100_000
     args.only = set(args.only.split(","))
+    if "latency" in args.only:  # its own broker, table, docs section and plot
+        _latency.run(args)
+        args.only.discard("latency")
+        if not args.only:
+            return
     # the read-process-write source topic is filled from the run's records: more would never
     # arrive, and the copy would wait for them forever
     args.rpw_records = min(args.rpw_records, args.records)
