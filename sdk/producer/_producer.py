@@ -5,23 +5,25 @@ in, librdkafka places, topic known -> straight to ``client.produce``. The rest i
 Producer, one object each: the client and its lifecycle (``_client_slot``), the general send
 path (``_sender``) and the record path under it (``_enqueue``), the transactional side
 (``_transactions``, which :mod:`sdk.core.session` drives); ``send_many``/``send_batch`` share
-one loop (``_batch``).
+one loop (``_batch``). The public transaction methods are defined in ``_transaction_methods``
+and bound into the class body.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager, suppress
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import suppress
 from types import EllipsisType, TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
 from sdk._client import ProducerClient
 from sdk._deprecation import renamed, renamed_default, warn_renamed
-from sdk.errors import ConfigurationError, KafkaClientError, SdkError, TransactionError
+from sdk.errors import ConfigurationError, KafkaClientError, SdkError
 from sdk.lifecycle import Lifecycle
 from sdk.observability import Telemetry
 from sdk.partitioners import Partitioner, PartitionRouter
+from sdk.producer import _transaction_methods as _txn
 from sdk.producer._batch import enqueue_each
 from sdk.producer._client_errors import ClientErrors
 from sdk.producer._client_slot import ClientSlot
@@ -29,9 +31,8 @@ from sdk.producer._enqueue import RecordPath
 from sdk.producer._handle import HotPath
 from sdk.producer._records import DeliveryHandle, Headers, ProducerRecord, RecordMetadata
 from sdk.producer._sender import Sender
-from sdk.producer._transactions import TransactionalOutput, transaction_block
+from sdk.producer._transactions import TransactionalOutput
 from sdk.profiles import Guarantee, ProducerProfile
-from sdk.records import TransactionStats
 from sdk.serialization import Serializer, resolve_serializer
 
 __all__ = ["Producer", "ProducerState"]
@@ -434,132 +435,11 @@ class Producer:
         return enqueue_each(self, records, None)
 
     # ------------------------------------------------------------------ transactions
-    def transactional_output(
-        self, *, stats: TransactionStats, telemetry: Telemetry | None
-    ) -> TransactionalOutput:
-        """This producer's transactional side, reporting to ``stats`` and ``telemetry``.
-
-        The one interface the transactional session (:mod:`sdk.core.session`) drives the
-        producer by; the transaction methods below are its steps, one call each.
-
-        Args:
-            stats: Where retries and stalled calls are counted.
-            telemetry: The span per transaction, retry and safeguard metrics (None: none).
-
-        Returns:
-            The producer's :class:`~sdk.producer._transactions.TransactionalOutput`.
-        """
-        output = self._output
-        output.stats, output.telemetry = stats, telemetry
-        return output
-
-    def init_transactions(self, timeout_s: float = 60.0, *, timeout: float | None = None) -> None:
-        """Register the transactional id with the coordinator (fences older instances).
-
-        Called automatically by the first :meth:`begin_transaction`.
-
-        Args:
-            timeout_s: Seconds to wait.
-            timeout: Deprecated name of ``timeout_s``.
-
-        Raises:
-            ConfigurationError: The profile is not exactly_once.
-            TransactionError: The coordinator refused (subclass says why).
-        """
-        where = "Producer.init_transactions"
-        timeout_s = renamed_default(where, "timeout", timeout, "timeout_s", timeout_s)
-        self._output.checked().start(timeout_s)
-
-    def begin_transaction(self) -> None:
-        """Start a transaction (initializing transactions first if needed).
-
-        Raises:
-            TransactionError: librdkafka refused (e.g. one is already open).
-        """
-        output = self._output.checked()
-        if output.open:
-            raise TransactionError("begin_transaction: a transaction is already open")
-        output.begin()
-
-    def send_offsets_to_transaction(
-        self,
-        offsets: Sequence[Any],
-        group_metadata: Any,
-        timeout_s: float = 30.0,
-        *,
-        timeout: float | None = None,
-    ) -> None:
-        """Commit consumer offsets as part of the open transaction (KIP-447 fencing).
-
-        Args:
-            offsets: ``TopicPartition`` objects holding the *next* offset to read.
-            group_metadata: ``consumer.consumer_group_metadata()`` of the consuming member.
-            timeout_s: Seconds to wait.
-            timeout: Deprecated name of ``timeout_s``.
-
-        Raises:
-            TransactionAbortableError: Abort and rewind (e.g. the member was fenced).
-            TransactionError: Other refusals.
-        """
-        where = "Producer.send_offsets_to_transaction"
-        timeout_s = renamed_default(where, "timeout", timeout, "timeout_s", timeout_s)
-        self._output.checked().send_offsets(offsets, group_metadata, timeout_s)
-
-    def commit_transaction(self, timeout_s: float = 60.0, *, timeout: float | None = None) -> None:
-        """Flush and commit the open transaction.
-
-        Args:
-            timeout_s: Seconds to wait.
-            timeout: Deprecated name of ``timeout_s``.
-
-        Raises:
-            TransactionAbortableError: The transaction must be aborted.
-            AmbiguousTransactionError: The outcome is unknown: close and recreate the producer
-                (a new ``init_transactions`` resolves it; see docs/processor.md).
-            ProducerFencedError: Another instance owns the transactional id.
-        """
-        where = "Producer.commit_transaction"
-        timeout_s = renamed_default(where, "timeout", timeout, "timeout_s", timeout_s)
-        output = self._output.checked()
-        try:
-            output.commit(timeout_s)
-        except SdkError as exc:
-            output.end_span("unknown", exc)
-            raise
-
-    def abort_transaction(self, timeout_s: float = 60.0, *, timeout: float | None = None) -> None:
-        """Abort the open transaction; its records are never visible to read_committed readers.
-
-        Args:
-            timeout_s: Seconds to wait.
-            timeout: Deprecated name of ``timeout_s``.
-
-        Raises:
-            TransactionError: The abort failed (subclass says why).
-        """
-        where = "Producer.abort_transaction"
-        timeout_s = renamed_default(where, "timeout", timeout, "timeout_s", timeout_s)
-        self._output.checked().abort(timeout=timeout_s)
-
-    def transaction(
-        self, timeout_s: float = 60.0, *, timeout: float | None = None
-    ) -> AbstractContextManager[Self]:
-        """Run the block in one transaction: commit if it succeeds, abort if it raises.
-
-        Example::
-
-            with producer.transaction():
-                producer.send("out", b"1")
-                producer.send("out", b"2")      # both visible, or neither
-
-        Args:
-            timeout_s: Seconds the commit (or the abort) may take.
-            timeout: Deprecated name of ``timeout_s``.
-
-        Raises:
-            TransactionError: Begin, commit or abort failed (the block's own exception wins
-                when both happen).
-        """
-        where = "Producer.transaction"
-        timeout_s = renamed_default(where, "timeout", timeout, "timeout_s", timeout_s)
-        return transaction_block(self, timeout_s)
+    # defined in _transaction_methods (this module's size): the same functions, bound here
+    transactional_output = _txn.transactional_output
+    init_transactions = _txn.init_transactions
+    begin_transaction = _txn.begin_transaction
+    send_offsets_to_transaction = _txn.send_offsets_to_transaction
+    commit_transaction = _txn.commit_transaction
+    abort_transaction = _txn.abort_transaction
+    transaction = _txn.transaction
