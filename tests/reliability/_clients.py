@@ -9,8 +9,12 @@ name          process                                         counted from
 consumer      ``Consumer`` at_least_once (crash_worker)       its SQLite ledger
 consumer_amo  ``Consumer`` at_most_once (crash_worker)        its SQLite ledger
 queue         ``QueueConsumer`` at_least_once (queue worker)  its SQLite ledger
+queue_tuned   the same, ``socket.timeout.ms`` 5000            its SQLite ledger
 sink          ``DatabaseSink`` exactly_once into SQLite       its ``out`` table, by SQL
 ============  ==============================================  ===========================
+
+``queue_tuned`` shows the workaround for librdkafka's share consumer stalling on a silent
+leader (docs/reliability.md, "A black-holed leader stalls the queue").
 
 Each reports a *position* per input partition, read outside the client on every call: the
 group's committed offset on the brokers' direct listener (consumers), the positions table in
@@ -36,11 +40,12 @@ from sdk.partitioners import MURMUR2
 from tests.sdk.consumer._support import Ledger
 
 ROOT = Path(__file__).resolve().parents[2]
-CLIENTS = ("consumer", "consumer_amo", "queue", "sink")
+CLIENTS = ("consumer", "consumer_amo", "queue", "queue_tuned", "sink")
 GUARANTEES = {
     "consumer": "at_least_once",
     "consumer_amo": "at_most_once",
     "queue": "at_least_once",
+    "queue_tuned": "at_least_once",
     "sink": "exactly_once",
 }
 SINK_TABLE = "CREATE TABLE out (part INTEGER NOT NULL, off INTEGER NOT NULL, value INTEGER)"
@@ -155,7 +160,8 @@ class QueueClient(ConsumerClient):
     module = "tests.sdk.queue.worker"
 
     def __init__(self, name: str, tmp: Path, base: dict[str, Any], **kw: Any) -> None:
-        super().__init__(name, tmp, {**base, "mode": "queue"}, **kw)
+        extras = {"socket.timeout.ms": 5_000} if name == "queue_tuned" else {}
+        super().__init__(name, tmp, {**base, "mode": "queue", "extras": extras}, **kw)
         self._partition_of = MURMUR2.for_topic(base["topic"])
         self._keys = int(base.get("keys", 1000))
         self._read = 0
@@ -257,6 +263,7 @@ KINDS: dict[str, type[ClientProcess]] = {
     "consumer": ConsumerClient,
     "consumer_amo": ConsumerClient,
     "queue": QueueClient,
+    "queue_tuned": QueueClient,
     "sink": SinkClient,
 }
 

@@ -27,6 +27,7 @@ NAMES = {
     "consumer": "Consumer",
     "consumer_amo": "Consumer",
     "queue": "queue",
+    "queue_tuned": "queue, `socket.timeout.ms` 5000",
     "sink": "database sink (SQLite)",
 }
 PROMISE = {"exactly_once": ("lost", "duplicated"), "at_least_once": ("lost",)}

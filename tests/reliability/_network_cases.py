@@ -102,7 +102,9 @@ class Fault(NamedTuple):
 EVERY = ("consumer", "consumer_amo", "queue", "sink")
 FAULTS: dict[str, Fault] = {
     "leader_cut": Fault(leader_cut, 15.0, 30.0, ("consumer",), EVERY, {}),
-    "leader_black_hole": Fault(leader_black_hole, 15.0, 30.0, ("consumer",), EVERY, {}),
+    "leader_black_hole": Fault(
+        leader_black_hole, 15.0, 30.0, ("consumer",), (*EVERY, "queue_tuned"), {}
+    ),
     "coordinator_cut": Fault(coordinator_cut, 15.0, 30.0, ("consumer",), EVERY, {}),
     "latency": Fault(latency, 15.0, 60.0, ("consumer",), EVERY, {}),
     "resets": Fault(resets, 15.0, 60.0, ("consumer",), EVERY, {}),

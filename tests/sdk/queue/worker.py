@@ -41,7 +41,9 @@ def main() -> None:
         with Consumer(profile, [args["topic"]]) as consumer:
             consumer.run(handler, handle_sigterm=True)
     else:
-        qp = queue_profile(args["bootstrap"], args["guarantee"], args["group"])
+        qp = queue_profile(
+            args["bootstrap"], args["guarantee"], args["group"], extras=args.get("extras", {})
+        )
         with QueueConsumer(qp, [args["topic"]]) as queue:
             stats = queue.run(handler, handle_sigterm=True)
         print(f"queue stats: {stats}", flush=True)
