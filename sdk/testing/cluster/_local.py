@@ -6,51 +6,41 @@ Every node is a combined broker+controller JVM started from the Maven-resolved j
 (:mod:`sdk.testing.cluster._faults`); network faults, with Toxiproxy before every broker, are
 :mod:`sdk.testing.cluster._proxy`'s. A node's ports, files and process are a
 :class:`~sdk.testing.cluster._node.Node`; its ``server.properties`` is rendered by
-:mod:`sdk.testing.cluster._config`; brokers are forked by :mod:`sdk.testing.cluster._spawner`.
+:mod:`sdk.testing.cluster._config`; its storage is formatted, its JVM forked (by
+:mod:`sdk.testing.cluster._spawner`) and awaited by :mod:`sdk.testing.cluster._boot`.
 """
 
 from __future__ import annotations
 
-import base64
 import json
-import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from sdk._deprecation import RenamedAttribute, renamed_default
-from sdk.errors import BrokerStartError, ClusterError, PortInUseError
+from sdk.errors import ClusterError, PortInUseError
+from sdk.testing.cluster._boot import (
+    format_storage,
+    java_cmd,
+    launch_node,
+    wait_metadata,
+    wait_started,
+)
+from sdk.testing.cluster._boot import new_cluster_id as _new_cluster_id  # tests import it here
 from sdk.testing.cluster._config import check_port_free, free_ports, render_config
 from sdk.testing.cluster._faults import FaultInjection
 from sdk.testing.cluster._node import Node, NodeState
 from sdk.testing.cluster._proxy import NetworkFaults
-from sdk.testing.cluster._spawner import Spawner, die_with_parent
 from sdk.testing.jars import DEFAULT_KAFKA_VERSION, BrokerJars, resolve_broker_jars
 from sdk.testing.tools import find_java
 
 __all__ = ["LocalCluster", "NodeState"]
-
-_STARTED = "Kafka Server started"
-_PORT_CLASH = ("Address already in use", "BindException")
-
-
-def _new_cluster_id() -> str:
-    """A random KRaft cluster id that does not start with "-".
-
-    kafka-storage's argument parser takes an id like "-Xb3..." for an option (1 start in 64
-    failed this way); Kafka's own ``Uuid.randomUuid()`` avoids such ids for the same reason.
-    """
-    while True:
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not cluster_id.startswith("-"):
-            return cluster_id
 
 
 def _progress(message: str) -> None:
@@ -231,125 +221,22 @@ class LocalCluster(FaultInjection):
 
     def _java_cmd(self, main_class: str, *args: str, heap: str | None = None) -> list[str]:
         assert self.jars is not None
-        cmd = [self._java]
-        if heap:
-            cmd += [f"-Xmx{heap}", "-Xms128m", "-XX:+UseG1GC"]
-        return [
-            *cmd,
-            "-Djava.awt.headless=true",
-            f"-Dlog4j2.configurationFile={self.jars.log4j_config}",
-            "-cp",
-            self.jars.classpath,
-            main_class,
-            *args,
-        ]
+        return java_cmd(self._java, self.jars, main_class, *args, heap=heap)
 
     def _format_storage(self) -> None:
-        procs = [
-            (
-                node,
-                subprocess.Popen(
-                    self._java_cmd(
-                        "kafka.tools.StorageTool",
-                        "format",
-                        "-t",
-                        self.cluster_id,
-                        "-c",
-                        str(node.config_path),
-                    ),
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                ),
-            )
-            for node in self._nodes.values()
-        ]
-        for node, proc in procs:
-            out, _ = proc.communicate(timeout=120)
-            if proc.returncode != 0:
-                raise BrokerStartError(
-                    f"Formatting the storage of node {node.node_id} failed (exit "
-                    f"{proc.returncode}). Check that {node.directory} is writable and that the "
-                    f"broker_config overrides are valid. Output:\n{out.decode(errors='replace')}"
-                )
+        assert self.jars is not None
+        format_storage(self._nodes.values(), self.cluster_id, self._java, self.jars)
 
     def _launch(self, node: Node) -> None:
         cmd = self._java_cmd("kafka.Kafka", str(node.config_path), heap=self._heap)
-        with open(node.log_path, "ab") as log:
-
-            def launch() -> subprocess.Popen[bytes]:
-                return subprocess.Popen(
-                    cmd,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,
-                    preexec_fn=die_with_parent(os.getpid()) if self._die_with_parent else None,
-                )
-
-            # PDEATHSIG follows the forking thread, so fork on the process-long spawner thread
-            node.process = Spawner.popen(launch) if self._die_with_parent else launch()
-        node.pid = node.process.pid
-        node.state = NodeState.RUNNING
+        launch_node(node, cmd, with_parent=self._die_with_parent)
 
     def _wait_ready(self, nodes: list[Node], log_offsets: dict[int, int]) -> None:
         deadline = time.monotonic() + self._start_timeout_s
-        pending = {node.node_id: node for node in nodes}
-        while pending:
-            for node_id, node in list(pending.items()):
-                try:
-                    with open(node.log_path, "rb") as f:
-                        f.seek(log_offsets.get(node_id, 0))
-                        text = f.read().decode(errors="replace")
-                except OSError:
-                    text = ""
-                if any(marker in text for marker in _PORT_CLASH):
-                    raise PortInUseError(
-                        f"Node {node_id} could not bind its ports ({node.port}, "
-                        f"{node.controller_port}): another process took them. Pick other ports "
-                        f"or let the cluster choose free ones. Log tail:\n{node.log_tail()}"
-                    )
-                if _STARTED in text:
-                    del pending[node_id]
-                elif not node.alive():
-                    node.state = NodeState.STOPPED
-                    raise BrokerStartError(
-                        f"Kafka node {node_id} exited during start (exit code "
-                        f"{node.process.returncode if node.process else '?'}). Its log says why; "
-                        f"common causes are bad broker_config entries, a full disk or too little "
-                        f"memory for -Xmx{self._heap}. Last lines of {node.log_path}:\n"
-                        f"{node.log_tail()}"
-                    )
-            if pending and time.monotonic() > deadline:
-                tails = "\n".join(
-                    f"--- node {n.node_id}:\n{n.log_tail(15)}" for n in pending.values()
-                )
-                raise BrokerStartError(
-                    f"Kafka node(s) {sorted(pending)} did not log '{_STARTED}' within "
-                    f"{self._start_timeout_s:.0f}s. The machine may be overloaded (raise "
-                    f"start_timeout_s) or the node is stuck; log tails:\n{tails}"
-                )
-            if pending:
-                time.sleep(0.2)
-        self._wait_metadata(deadline)
-
-    def _wait_metadata(self, deadline: float) -> None:
-        from confluent_kafka.admin import AdminClient
-
+        limit = self._start_timeout_s
+        wait_started(nodes, log_offsets, deadline=deadline, timeout_s=limit, heap=self._heap)
         expected = {n.node_id for n in self._nodes.values() if n.state is NodeState.RUNNING}
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
-        seen: set[int] = set()
-        while time.monotonic() < deadline:
-            try:
-                seen = set(admin.list_topics(timeout=5).brokers)
-            except Exception:
-                seen = set()
-            if expected <= seen:
-                return
-            time.sleep(0.3)
-        raise BrokerStartError(
-            f"The cluster's metadata lists brokers {sorted(seen)}, expected {sorted(expected)} "
-            f"within {self._start_timeout_s:.0f}s."
-        )
+        wait_metadata(self.bootstrap_servers, expected, deadline=deadline, timeout_s=limit)
 
     def close(self, grace_s: float = 15.0, *, grace: float | None = None) -> None:
         """Stop every node (SIGTERM, then SIGKILL of its process group) and clean up.
