@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sdk._client import ConsumerClient, call_kafka
+from sdk._client import ConsumerClient, call_kafka, consume_ready
 from sdk.consumer._records import ConsumerStats
 from sdk.errors import (
     AuthenticationError,
@@ -103,7 +103,7 @@ def poll_records(
     """
     from confluent_kafka import KafkaError
 
-    messages = call_kafka(lambda: client.consume(limit, timeout_s), context="consume")
+    messages = call_kafka(lambda: consume_ready(client, limit, timeout_s), context="consume")
     health.raise_fatal()
     out = [message for message in messages if message.error() is None]
     if len(out) == len(messages):

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from confluent_kafka import Consumer as _ConsumerClient
 from confluent_kafka import TopicPartition
 
-from sdk._client import ConsumerClient, ProducerClient, call_kafka
+from sdk._client import ConsumerClient, ProducerClient, call_kafka, consume_ready
 from sdk._deprecation import moved, renamed
 from sdk._signals import sigterm_stops
 from sdk.consumer._at_most_once import HandledMarks, commit_before_handling, member_id
@@ -378,7 +378,7 @@ class Processor(HandlingLoop):
 
     # ---------------------------------------------------------------- the loop
     def _step(self) -> None:
-        batch = self._consumer.consume(self.profile.consumer.batch_size, self._poll_timeout)
+        batch = consume_ready(self._consumer, self.profile.consumer.batch_size, self._wait_s())
         self._raise_callback_error()
         records = [msg for msg in batch if msg.error() is None]
         if len(records) < len(batch):  # events (EOF, transient errors): only fatal ones stop
@@ -406,6 +406,16 @@ class Processor(HandlingLoop):
             self._handle(records)
         if self._due():
             self._commit_or_recover()
+
+    def _wait_s(self) -> float:
+        """How long a poll may wait: never past when the pending records' commit is due.
+
+        A read_committed reader sees them only after that commit.
+        """
+        if self._pending == 0:
+            return self._poll_timeout
+        due_in = self._last_commit + self.profile.commit_interval_ms / 1000.0 - time.monotonic()
+        return min(self._poll_timeout, max(due_in, 0.0))
 
     def _due(self) -> bool:
         if self._pending == 0:

@@ -13,7 +13,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, Producer
 
-from sdk._client import positional_produce, takes_all_positional
+from sdk._client import consume_ready, positional_produce, takes_all_positional
 from sdk.testing.fakes import FakeProducerClient
 
 
@@ -82,3 +82,33 @@ def test_which_client_types_take_every_argument_positional() -> None:
     assert takes_all_positional(Producer) and takes_all_positional(Keeps)
     assert not takes_all_positional(Overrides)
     assert not takes_all_positional(FakeProducerClient)
+
+
+class _Queued:
+    """A client whose ``consume`` hands out what is queued; ``arrive`` comes in on a wait."""
+
+    def __init__(self, queued: list[int], arrive: list[int]) -> None:
+        self.queued, self.arrive, self.calls = list(queued), list(arrive), []
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[int]:
+        self.calls.append((num_messages, timeout))
+        if not self.queued and timeout > 0:
+            self.queued, self.arrive = self.arrive, []
+        out, self.queued = self.queued[:num_messages], self.queued[num_messages:]
+        return out
+
+
+def test_consume_ready_takes_what_is_queued_without_waiting() -> None:
+    client = _Queued([1, 2, 3], [])
+    assert consume_ready(client, 500, 0.1) == [1, 2, 3]  # type: ignore[arg-type]
+    assert client.calls == [(500, 0)]
+
+
+def test_consume_ready_waits_for_one_then_takes_what_came_with_it() -> None:
+    client = _Queued([], [7, 8, 9])
+    assert consume_ready(client, 500, 0.1) == [7, 8, 9]  # type: ignore[arg-type]
+    assert client.calls == [(500, 0), (1, 0.1), (499, 0)]
+    idle = _Queued([], [])
+    assert consume_ready(idle, 500, 0.1) == []  # type: ignore[arg-type]
+    assert idle.calls == [(500, 0), (1, 0.1)]
+    assert consume_ready(_Queued([], [4, 5]), 1, 0.1) == [4]  # type: ignore[arg-type]
