@@ -45,7 +45,7 @@ class ProcessingProfile(ProfileModel):
     consumer: ConsumerProfile
     producer: ProducerProfile
     commit_interval_ms: int = Field(default=100, ge=1)
-    max_records_per_transaction: int = Field(default=10_000, ge=1)
+    max_records_per_transaction: int = Field(default=100_000, ge=1)
 
     @field_validator("guarantee", mode="before")
     @classmethod
