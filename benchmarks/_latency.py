@@ -113,6 +113,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="of: " + ", ".join(p.name for p in PIPELINES),
     )
     group.add_argument("--streams-threads", type=int, default=PARTITIONS)
+    group.add_argument(
+        "--saturation-only",
+        action="store_true",
+        help="only the saturation of each pipeline, --runs times (medians); print, no docs",
+    )
 
 
 def _worker(role: str, spec: dict[str, Any], log: IO[str]) -> subprocess.Popen[str]:
@@ -321,6 +326,9 @@ def run(args: argparse.Namespace) -> None:
     intervals = [int(x) for x in args.latency_intervals.split(",")]
     if any(p.kind == "streams" for p in pipelines):
         _streams.build()  # Maven and javac, once, before any clock
+    if args.saturation_only:
+        saturation_medians(pipelines, args)
+        return
     cases: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="latency-") as tmp, broker(args.bootstrap) as bs:
         args.latency_tmp = tmp
@@ -380,3 +388,31 @@ def run(args: argparse.Namespace) -> None:
         _latency_report.write_docs(DOCS / "performance.md", markdown, BEGIN, END)
         _latency_report.plot(rows, DOCS / "latency.png")
         progress("wrote the latency section of docs/performance.md and docs/latency.png")
+
+
+def saturation_medians(pipelines: list[Pipeline], args: argparse.Namespace) -> None:
+    """Each pipeline's saturation ``--runs`` times, in rotating order; print the medians."""
+    found: dict[str, list[dict[str, float]]] = {p.name: [] for p in pipelines}
+    with tempfile.TemporaryDirectory(prefix="latency-") as tmp, broker(args.bootstrap) as bs:
+        args.latency_tmp = tmp
+        progress(f"saturation: warm-up (discarded): {pipelines[0].label} ...")
+        saturation(pipelines[0], bs, args)
+        for rep in range(args.runs):
+            shift = rep % len(pipelines)
+            for p in pipelines[shift:] + pipelines[:shift]:
+                r = saturation(p, bs, args)
+                found[p.name].append(r)
+                progress(
+                    f"saturation run {rep + 1}: {p.label}: {r['rate']:,.0f} records/s, "
+                    f"{r['cpu_us']:.2f} µs CPU/record"
+                )
+    print(
+        f"\n{args.latency_size} B, {args.saturation_records:,} records, "
+        f"{SATURATION_INTERVAL_MS} ms interval, medians of {args.runs}\n"
+        "| pipeline | records/s | CPU µs/record | runs (records/s) |\n| --- | ---: | ---: | --- |"
+    )
+    for p in pipelines:
+        rates = [r["rate"] for r in found[p.name]]
+        cpu = statistics.median(r["cpu_us"] for r in found[p.name])
+        each = ", ".join(f"{x:,.0f}" for x in rates)
+        print(f"| {p.label} | {statistics.median(rates):,.0f} | {cpu:.2f} | {each} |")

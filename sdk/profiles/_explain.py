@@ -9,6 +9,7 @@ from sdk.errors import ConfigurationError
 from sdk.profiles._common import SECRET_KEYS, ExtraValue, Guarantee, parse_guarantee
 from sdk.profiles._consumer import CONSUMER_REASONS, ConsumerProfile
 from sdk.profiles._loading import ProfileSet
+from sdk.profiles._processing import PROCESSING_REASONS, ProcessingProfile
 from sdk.profiles._producer import PRODUCER_REASONS, ProducerProfile
 from sdk.profiles._queue import EXACTLY_ONCE_REFUSED, QUEUE_REASONS, QueueProfile
 
@@ -166,8 +167,42 @@ def explain(
             "use sdk.processor.Processor, not Consumer.run()."
         )
     lines.append("")
+    lines += _processing_lines(target, profiles, producer, consumer)
+    lines.append("")
     lines += _queue_lines(target, profiles, consumer)
     return "\n".join(lines)
+
+
+def _processing_lines(
+    target: str,
+    profiles: ProfileSet | None,
+    producer: ProducerProfile,
+    consumer: ConsumerProfile,
+) -> list[str]:
+    """The Processor's own settings (sdk.Processor), with what they cost."""
+    title = "processing (sdk.Processor):"
+    try:
+        if profiles is not None and target in profiles.names:
+            processing = profiles.processing(target, producer=producer)
+        else:
+            processing = ProcessingProfile(
+                guarantee=producer.guarantee, consumer=consumer, producer=producer
+            )
+    except ConfigurationError as exc:
+        return [f"{title} not usable with this profile: {exc}"]
+    values = {
+        "commit_interval_ms": processing.commit_interval_ms,
+        "max_records_per_transaction": processing.max_records_per_transaction,
+        "consumer max_poll_interval_ms": processing.consumer.max_poll_interval_ms,
+    }
+    width = max(len(k) for k in values) + 2
+    out = [title]
+    for key, value in values.items():
+        out.append(f"  {key:<{width}}= {value}")
+        reason = PROCESSING_REASONS[processing.guarantee].get(key)
+        if reason:
+            out.append(f"  {'':<{width}}  why: {reason}")
+    return out
 
 
 def _queue_lines(target: str, profiles: ProfileSet | None, consumer: ConsumerProfile) -> list[str]:

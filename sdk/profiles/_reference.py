@@ -73,7 +73,11 @@ DESCRIPTIONS: dict[str, str] = {
     "failure": "what happens when the handler fails (see FailurePolicy)",
     "consumer": "the ConsumerProfile of the input side (same guarantee)",
     "producer": "the ProducerProfile of the output side (same guarantee)",
-    "commit_interval_ms": "end a transaction (or store offsets) at least this often",
+    "commit_interval_ms": (
+        "end a transaction (or store offsets) at least this often; exactly_once: the floor "
+        "of end-to-end latency, and below 50 ms a cost in throughput (measured: "
+        "performance.md, Latency; `profile explain` gives the figures)"
+    ),
     "max_records_per_transaction": (
         "... or after this many input records: bounds the work redone after an abort; at the "
         "default interval it sets the pace only above 1,000,000 records/s"

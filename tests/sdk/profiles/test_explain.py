@@ -103,3 +103,14 @@ def test_profile_reference_page_is_current() -> None:
         "docs/profiles.md is stale: run `python -m sdk profile reference > docs/profiles.md`"
     )
     assert "| `guarantee` |" in page and "**required**" in page
+
+
+def test_processing_settings_are_explained_with_their_cost() -> None:
+    text = explain("exactly_once")
+    section = text.split("processing (sdk.Processor):", 1)[1].split("\n\n", 1)[0]
+    assert "commit_interval_ms             = 100" in section
+    assert "max_records_per_transaction    = 100000" in section
+    assert "consumer max_poll_interval_ms  = 60000" in section
+    assert section.count("why:") == 3
+    alo = explain("at_least_once").split("processing (sdk.Processor):", 1)[1]
+    assert "consumer max_poll_interval_ms  = 300000" in alo
