@@ -79,6 +79,12 @@ class ConsumerProfile(ProfileModel):
                 "records of aborted transactions",
                 field="isolation_level",
             )
+        if self.group_protocol == "classic" and self.max_poll_interval_ms < self.session_timeout_ms:
+            raise ConfigurationError(
+                f"max_poll_interval_ms: {self.max_poll_interval_ms} is below session_timeout_ms "
+                f"{self.session_timeout_ms}; librdkafka refuses to create such a consumer",
+                field="max_poll_interval_ms",
+            )
         _assignor_keys(self.assignor, self.group_protocol)  # raises ConfigurationError
         check_extras(self.extras, self.critical(), self.guarantee, CONSUMER_REASONS)
         return self

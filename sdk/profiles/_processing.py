@@ -109,7 +109,8 @@ PROCESSING_REASONS: dict[Guarantee, dict[str, str]] = {
         "consumer max_poll_interval_ms": (
             "at most the transaction timeout: a batch slower than the timeout makes the member "
             "leave the group, instead of being aborted and handled again, as slowly, while it "
-            "stays (left at the default, it is lowered to transaction_timeout_ms)"
+            "stays (left at the default, it is lowered to transaction_timeout_ms, not below "
+            "session_timeout_ms)"
         ),
     },
     Guarantee.AT_LEAST_ONCE: {
@@ -180,7 +181,8 @@ def _poll_within_transaction(consumer: Any, producer: Any) -> Any:
     transaction timeout, a batch slower than the timeout is aborted by the coordinator while
     the member stays in the group, and is handled again from the same offset, as slowly; at
     or below it the member leaves the group first (the doctor's "poll interval vs transaction
-    timeout" check). A poll interval the consumer sets itself is kept.
+    timeout" check). Never below the session timeout, which librdkafka refuses. A poll
+    interval the consumer sets itself is kept.
     """
     if isinstance(producer, ProfileModel):
         timeout = getattr(producer, "transaction_timeout_ms", None)
@@ -195,13 +197,19 @@ def _poll_within_transaction(consumer: Any, producer: Any) -> Any:
     if isinstance(consumer, ProfileModel):
         if "max_poll_interval_ms" in consumer.model_fields_set:
             return consumer
-        if getattr(consumer, "max_poll_interval_ms", 0) <= timeout:
+        poll = max(timeout, getattr(consumer, "session_timeout_ms", 0))
+        if getattr(consumer, "max_poll_interval_ms", 0) <= poll:
             return consumer
         kept = {k: getattr(consumer, k) for k in consumer.model_fields_set}
-        return type(consumer)(**kept, max_poll_interval_ms=timeout)
+        return type(consumer)(**kept, max_poll_interval_ms=poll)
     if isinstance(consumer, dict) and consumer.get("max_poll_interval_ms") is None:
-        default = _default(ConsumerProfile, "max_poll_interval_ms")
-        return {**consumer, "max_poll_interval_ms": min(default, timeout)}
+        session = consumer.get(
+            "session_timeout_ms", _default(ConsumerProfile, "session_timeout_ms")
+        )
+        if type(session) is not int:
+            return consumer  # invalid: the consumer's validation names it
+        poll = min(_default(ConsumerProfile, "max_poll_interval_ms"), max(timeout, session))
+        return {**consumer, "max_poll_interval_ms": poll}
     return consumer
 
 

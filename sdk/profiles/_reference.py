@@ -60,8 +60,9 @@ DESCRIPTIONS: dict[str, str] = {
     "auto_commit_interval_ms": "at_least_once: how often stored offsets are committed",
     "session_timeout_ms": "classic protocol: a member silent this long is removed",
     "max_poll_interval_ms": (
-        "a member that does not poll this long leaves the group (an exactly_once processing "
-        "profile lowers the default to the producer's transaction_timeout_ms)"
+        "a member that does not poll this long leaves the group; at least session_timeout_ms "
+        "(an exactly_once processing profile lowers the default to the producer's "
+        "transaction_timeout_ms, not below the session timeout)"
     ),
     "group_protocol": "classic, or consumer (KIP-848, server-side assignment)",
     "assignor": "a name from sdk.assignors with a native strategy (range, round_robin, "

@@ -317,8 +317,8 @@ def test_exactly_once_processing_polls_within_the_transaction_timeout() -> None:
         )
 
     assert processing("exactly_once", {"group_id": "g"}).consumer.max_poll_interval_ms == 60_000
-    short = processing("exactly_once", {"group_id": "g"}, transaction_timeout_ms=20_000)
-    assert short.consumer.max_poll_interval_ms == 20_000
+    short = processing("exactly_once", {"group_id": "g"}, transaction_timeout_ms=50_000)
+    assert short.consumer.max_poll_interval_ms == 50_000
     built = ConsumerProfile(guarantee="exactly_once", bootstrap_servers=B, group_id="g")
     from_model = processing("exactly_once", built)
     assert from_model.consumer.max_poll_interval_ms == 60_000
@@ -330,3 +330,30 @@ def test_exactly_once_processing_polls_within_the_transaction_timeout() -> None:
         guarantee="at_least_once", bootstrap_servers=B, consumer={"group_id": "g"}, producer={}
     )
     assert alo.consumer.max_poll_interval_ms == 300_000
+    # never below the session timeout, which librdkafka refuses
+    tiny = processing("exactly_once", {"group_id": "g"}, transaction_timeout_ms=2_000)
+    assert tiny.consumer.max_poll_interval_ms == 45_000
+    short_session = processing(
+        "exactly_once", {"group_id": "g", "session_timeout_ms": 6_000}, transaction_timeout_ms=2_000
+    )
+    assert short_session.consumer.max_poll_interval_ms == 6_000
+    built_short = processing(
+        "exactly_once",
+        ConsumerProfile(
+            guarantee="exactly_once", bootstrap_servers=B, group_id="g", session_timeout_ms=6_000
+        ),
+        transaction_timeout_ms=2_000,
+    )
+    assert built_short.consumer.max_poll_interval_ms == 6_000
+
+
+def test_a_poll_interval_below_the_session_timeout_is_refused() -> None:
+    with pytest.raises(ConfigurationError) as info:
+        ConsumerProfile(
+            guarantee="at_least_once",
+            bootstrap_servers=B,
+            group_id="g",
+            session_timeout_ms=45_000,
+            max_poll_interval_ms=10_000,
+        )
+    assert info.value.field == "max_poll_interval_ms"
