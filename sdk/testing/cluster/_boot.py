@@ -8,7 +8,6 @@ keeps its state and these keep the mechanics of one start.
 from __future__ import annotations
 
 import base64
-import os
 import subprocess
 import time
 import uuid
@@ -16,7 +15,7 @@ from collections.abc import Iterable
 
 from sdk.errors import BrokerStartError, PortInUseError
 from sdk.testing.cluster._node import Node, NodeState
-from sdk.testing.cluster._spawner import Spawner, die_with_parent
+from sdk.testing.cluster._spawner import spawn_logged
 from sdk.testing.jars import BrokerJars
 
 __all__ = [
@@ -100,20 +99,7 @@ def format_storage(nodes: Iterable[Node], cluster_id: str, java: str, jars: Brok
 
 def launch_node(node: Node, cmd: list[str], *, with_parent: bool) -> None:
     """Fork the node's JVM (``cmd``) in its own session, its output appended to its log."""
-    with open(node.log_path, "ab") as log:
-
-        def launch() -> subprocess.Popen[bytes]:
-            return subprocess.Popen(
-                cmd,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                preexec_fn=die_with_parent(os.getpid()) if with_parent else None,
-            )
-
-        # PDEATHSIG follows the forking thread, so fork on the process-long spawner thread
-        node.process = Spawner.popen(launch) if with_parent else launch()
+    node.process = spawn_logged(cmd, node.log_path, with_parent=with_parent)
     node.pid = node.process.pid
     node.state = NodeState.RUNNING
 

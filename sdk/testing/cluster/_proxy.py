@@ -24,7 +24,7 @@ from typing import Any, Literal
 from sdk.errors import ClusterError
 from sdk.testing.cluster._config import INTERNAL_LISTENER, free_ports
 from sdk.testing.cluster._node import Node
-from sdk.testing.cluster._spawner import Spawner, die_with_parent
+from sdk.testing.cluster._spawner import spawn_logged
 from sdk.testing.toxiproxy import Direction, ToxiproxyClient, install_toxiproxy
 
 __all__ = ["NetworkFaults", "Stream"]
@@ -122,20 +122,7 @@ class NetworkFaults:
                 )
 
     def _spawn(self, cmd: list[str]) -> None:
-        with open(self._log_path, "ab") as log:
-
-            def launch() -> subprocess.Popen[bytes]:
-                return subprocess.Popen(
-                    cmd,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,
-                    preexec_fn=die_with_parent(os.getpid()) if self._die_with_parent else None,
-                )
-
-            # PDEATHSIG follows the forking thread: fork where the brokers are forked
-            self._process = Spawner.popen(launch) if self._die_with_parent else launch()
+        self._process = spawn_logged(cmd, self._log_path, with_parent=self._die_with_parent)
         self.pid = self._process.pid
 
     def _wait_answering(self) -> bool:

@@ -16,6 +16,7 @@ import subprocess
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from pathlib import Path
 
 __all__ = ["Spawner", "die_with_parent"]
 
@@ -84,3 +85,24 @@ class Spawner:
                 future.set_result(launch())
             except BaseException as exc:  # handed to the caller, which re-raises it
                 future.set_exception(exc)
+
+
+def spawn_logged(cmd: list[str], log_path: Path, *, with_parent: bool) -> subprocess.Popen[bytes]:
+    """Start ``cmd`` in its own session, its output appended to ``log_path``.
+
+    ``with_parent``: the child gets SIGKILL when this process dies. PDEATHSIG follows the
+    forking thread, so the fork then happens on the process-long :class:`Spawner` thread.
+    """
+    with open(log_path, "ab") as log:
+
+        def launch() -> subprocess.Popen[bytes]:
+            return subprocess.Popen(
+                cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=die_with_parent(os.getpid()) if with_parent else None,
+            )
+
+        return Spawner.popen(launch) if with_parent else launch()
