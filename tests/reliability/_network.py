@@ -340,8 +340,7 @@ class NetworkCase:
                     return sum((read() or {}).values()) >= want
 
                 wait_for(ready, 90, f"{name} to commit {want} records")
-            groups = [self.group] + [c.group for c in self.clients if c.name != "queue"]
-            for group in groups:  # a share group is not described by describe_consumer_groups
+            for group in [self.group] + [c.group for c in self.clients]:
                 self.check_group_coordinator(group)
             at_fault = {n: read() or {} for n, read in positions.items()}
             self.log(f"[{self.fault}] {self.records:,} records; fault at {at_fault}")
