@@ -46,21 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-_RESTART_COMMANDS = ("restart-check", "preferred-leaders")
-
-
 def _doctor(argv: list[str]) -> int:
     """``python -m sdk doctor ...``: the profile checks, or the rolling-restart commands."""
-    if argv[:1] and argv[0] in _RESTART_COMMANDS:
-        try:
-            from sdk.doctor._restart import main as restart_main
-        except ModuleNotFoundError as exc:
-            if exc.name != "sdk.doctor._restart":
-                raise
-            print(f"doctor {argv[0]}: not available in this version", file=sys.stderr)
-            return 2
-        return restart_main(argv)
-    from sdk.doctor._cli import main as doctor_main
+    from sdk.doctor import main as doctor_main
 
     return doctor_main(argv)
 
@@ -79,12 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     if args_list[:1] == ["doctor"]:
         return _doctor(args_list[1:])
     args = _parser().parse_args(args_list)
-    from sdk.profiles import load_profiles
-    from sdk.profiles._explain import explain
+    from sdk.profiles import explain, load_profiles, reference_markdown
 
     if args.action == "reference":
-        from sdk.profiles._reference import reference_markdown
-
         print(reference_markdown(), end="")
         return 0
     try:

@@ -8,8 +8,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from sdk.errors import ConfigurationError
-from sdk.profiles import Guarantee, ProcessingProfile
-from sdk.profiles._base import ProfileModel
+from sdk.profiles import Guarantee, ProcessingProfile, ProfileModel
 
 __all__ = ["BatchJobConfig"]
 

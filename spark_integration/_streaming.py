@@ -36,8 +36,7 @@ from sdk.errors import ConfigurationError, KafkaClientError
 from sdk.observability import Telemetry
 from sdk.processor import OutputRecord, ProcessorStats
 from sdk.producer import Producer
-from sdk.profiles import Guarantee, ProducerProfile
-from sdk.profiles._base import ProfileModel
+from sdk.profiles import Guarantee, ProducerProfile, ProfileModel
 from spark_integration._batch import is_connect
 from spark_integration._ranges import fetch_committed
 from spark_integration._slicing import FILLER, KEY, SLICE, slice_adder, slice_of, slice_writer

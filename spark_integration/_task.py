@@ -27,9 +27,9 @@ from confluent_kafka import Consumer as _ConsumerClient
 
 from sdk._client import ConsumerClient, ProducerClient
 from sdk._deprecation import RenamedAttribute
-from sdk.core.failure import HandlerRunner, dead_letter
 from sdk.core.session import TransactionSession
 from sdk.errors import HandlerError, KafkaClientError, from_kafka_error
+from sdk.failure import HandlerRunner, dead_letter
 from sdk.observability import Telemetry
 from sdk.processor import OutputRecord, ProcessorStats
 from sdk.producer import Producer

@@ -18,8 +18,7 @@ from typing import Any, TypeVar
 from sdk.aio._bridge import LoopBridge
 from sdk.errors import ConfigurationError, SdkError
 from sdk.profiles import ConsumerProfile
-from sdk.sink import Database, DatabaseSink, Dialect, SinkStats
-from sdk.sink._database import psycopg_connect_args
+from sdk.sink import Database, DatabaseSink, Dialect, SinkStats, psycopg_connect_args
 
 __all__ = ["AsyncDatabase", "AsyncDatabaseSink", "AsyncTransaction", "async_postgresql"]
 

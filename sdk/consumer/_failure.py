@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sdk.consumer._records import ConsumerRecord, ConsumerStats
-from sdk.core.failure import HandlerRunner, dead_letter
 from sdk.errors import ConfigurationError, HandlerError, SdkError, SerializationError
+from sdk.failure import HandlerRunner, dead_letter
 from sdk.observability import Telemetry
 from sdk.producer import Producer, ProducerRecord
 from sdk.profiles import ConsumerProfile, Guarantee, ProducerProfile, QueueProfile
@@ -107,7 +107,7 @@ class DeadLetterSink:
     def send(self, message: Any, error: BaseException, *, attempts: int, stage: str) -> None:
         """Produce the original record (raw bytes) to the DLQ and wait until it is acknowledged.
 
-        Headers added to the original ones: :data:`sdk.core.failure.DLQ_HEADERS` (the one
+        Headers added to the original ones: :data:`sdk.failure.DLQ_HEADERS` (the one
         dead-letter format of the SDK, also the Processor's and Spark's).
 
         Args:

@@ -1,15 +1,16 @@
-"""The guarantee core every front end composes (see docs/architecture.md).
+"""The guarantee core every exactly-once front end composes (see docs/architecture.md).
 
 * :mod:`sdk.core.session`: the transactional session (begin / produce / commit steps / abort /
-  recreate) and the one recovery decision it executes;
-* :mod:`sdk.core.recovery`: that decision as a pure function of the error;
-* :mod:`sdk.core.failure`: the failure policy (handler retries, then dead letter or stop) and
-  the one dead-letter format.
+  recreate) and the one recovery decision it executes.
 
-The record types (:mod:`sdk.records`) and the lifecycle enum (:mod:`sdk.lifecycle`) sit in
-the layer below, beside the errors: the producer and the consumer use them too.
+The pure decisions the session and the clients take sit in the layer below, beside the errors,
+because the consumer uses them too: the recovery decision (:mod:`sdk.recovery`), the failure
+policy and the one dead-letter format (:mod:`sdk.failure`), the record types
+(:mod:`sdk.records`) and the lifecycle enum (:mod:`sdk.lifecycle`). ``sdk.core.failure``,
+``sdk.core.recovery``, ``sdk.core.records`` and ``sdk.core.lifecycle`` still import for one
+release, with a DeprecationWarning.
 
-Front ends (``sdk.producer``, ``sdk.consumer``, ``sdk.processor``, ``spark_integration``)
-decide *when* to call the core; the core decides *what* a guarantee requires. Only the session
-knows the Producer (it holds one); nothing here imports a consuming front end.
+Front ends (``sdk.processor``, ``spark_integration``) decide *when* to call the session; the
+session decides *what* a guarantee requires. It holds one Producer and imports no consuming
+front end.
 """

@@ -1,158 +1,18 @@
-"""The failure policy: run the user's handler with retries, then dead-letter or stop.
+"""Deprecated location: the module is :mod:`sdk.failure` (the layer below the core).
 
-One runner and one dead-letter format for every front end (Consumer, Processor, Spark): a
-dead-lettered record keeps its key, value and headers and gets the ``dlq.*`` headers below.
+Kept for one release so that ``from sdk.core.failure import ...`` goes on working, with a
+DeprecationWarning.
 """
 
 from __future__ import annotations
 
-import builtins
-import importlib
-import time
-from collections.abc import Callable
-from typing import Any
+import warnings
 
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+from sdk.failure import *  # noqa: F403
+from sdk.failure import __all__ as __all__
 
-from sdk.errors import ConfigurationError, HandlerError
-from sdk.profiles import FailurePolicy
-from sdk.records import OutputRecord
-
-__all__ = ["DLQ_HEADERS", "HandlerRunner", "dead_letter"]
-
-
-def _resolve_type(name: str) -> type[BaseException]:
-    module, _, attr = name.rpartition(".")
-    try:
-        obj = getattr(importlib.import_module(module or "builtins"), attr)
-    except (ImportError, AttributeError):
-        obj = getattr(builtins, name, None)
-    if not (isinstance(obj, type) and issubclass(obj, BaseException)):
-        raise ConfigurationError(
-            f"failure.retry_on: {name!r} is not an importable exception type",
-            field="failure.retry_on",
-        )
-    return obj
-
-
-class HandlerRunner:
-    """Run a handler with retries; on the last failure raise HandlerError carrying the input."""
-
-    def __init__(self, policy: FailurePolicy, on_retry: Callable[[], None] | None = None) -> None:
-        self.policy = policy
-        self._retry_on = tuple(_resolve_type(n) for n in policy.retry_on)
-        self._on_retry = on_retry
-
-    def retryable(self, exc: BaseException) -> bool:
-        """Whether the policy retries after ``exc`` (``retry_on``; ``attempts`` > 1)."""
-        return self.policy.attempts > 1 and isinstance(exc, self._retry_on)
-
-    def run(self, fn: Callable[[Any], Any], arg: Any) -> list[OutputRecord]:
-        """Call ``fn(arg)`` and materialize its outputs, retrying per the policy.
-
-        Raises:
-            HandlerError: Every attempt failed (or the error is not in retry_on).
-        """
-        # The first attempt runs without tenacity: building a Retrying per record costs more
-        # than most handlers, and most records succeed at once.
-        try:
-            return list(fn(arg) or ())
-        except Exception as exc:
-            return self.retry(fn, arg, exc)
-
-    def retry(self, fn: Callable[[Any], Any], arg: Any, first: Exception) -> list[OutputRecord]:
-        """Go on after a first attempt (made by the caller's hot loop) failed with ``first``.
-
-        Raises:
-            HandlerError: Every attempt failed (or the error is not in retry_on).
-        """
-        p = self.policy
-        if p.attempts <= 1 or not isinstance(first, self._retry_on):
-            raise HandlerError(
-                f"handler failed after 1 attempt(s): {first!r}", record=arg, attempts=1
-            ) from first
-        attempts = 1
-
-        def once() -> list[OutputRecord]:
-            nonlocal attempts
-            attempts += 1
-            return list(fn(arg) or ())
-
-        initial = p.backoff_initial_ms / 1000.0
-        if self._on_retry:
-            self._on_retry()
-        time.sleep(initial)  # the wait after attempt 1; tenacity waits between the rest
-        try:
-            for attempt in Retrying(
-                retry=retry_if_exception(lambda e: isinstance(e, self._retry_on)),
-                stop=stop_after_attempt(p.attempts - 1),
-                wait=wait_exponential(
-                    multiplier=initial * 2, min=initial, max=p.backoff_max_ms / 1000.0
-                ),
-                before_sleep=lambda _: self._on_retry() if self._on_retry else None,
-                reraise=True,
-            ):
-                with attempt:
-                    return once()
-        except Exception as exc:
-            raise HandlerError(
-                f"handler failed after {attempts} attempt(s): {exc!r}",
-                record=arg,
-                attempts=attempts,
-            ) from exc
-        raise AssertionError("unreachable")  # pragma: no cover
-
-
-DLQ_HEADERS = (
-    "dlq.topic",
-    "dlq.partition",
-    "dlq.offset",
-    "dlq.error",
-    "dlq.error.type",
-    "dlq.error.message",
-    "dlq.attempts",
-    "dlq.stage",
+warnings.warn(
+    "sdk.core.failure is deprecated, import from sdk.failure",
+    DeprecationWarning,
+    stacklevel=2,
 )
-"""The headers a dead-lettered record gets after its own (docs/consumer.md lists them)."""
-
-
-def _qualified(exc: BaseException) -> str:
-    cls = type(exc)
-    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
-
-
-def dead_letter(
-    message: Any, topic: str, error: BaseException, *, attempts: int, stage: str
-) -> OutputRecord:
-    """Build the dead-letter copy of an input ``confluent_kafka.Message``.
-
-    The original key, value and headers are kept; :data:`DLQ_HEADERS` are appended: where the
-    record came from (``dlq.topic``, ``dlq.partition``, ``dlq.offset``), the error
-    (``dlq.error`` as repr, ``dlq.error.type``, ``dlq.error.message``; the cause of a
-    HandlerError or SerializationError is reported), ``dlq.attempts`` (handler runs, 0 for a
-    record that could not be deserialized) and ``dlq.stage`` (``handler``, ``deserialize``, or
-    ``user`` for :meth:`sdk.consumer.Consumer.dead_letter`).
-
-    Args:
-        message: The original ``confluent_kafka.Message``.
-        topic: The dead-letter topic.
-        error: Why it failed.
-        attempts: How many times the handler ran.
-        stage: ``"handler"``, ``"deserialize"`` or ``"user"``.
-
-    Returns:
-        The record to produce to ``topic``.
-    """
-    cause = error.__cause__ or error
-    headers: list[tuple[str, bytes | str | None]] = list(message.headers() or [])
-    headers += [
-        ("dlq.topic", message.topic()),
-        ("dlq.partition", str(message.partition())),
-        ("dlq.offset", str(message.offset())),
-        ("dlq.error", repr(cause)[:1000]),
-        ("dlq.error.type", _qualified(cause)),
-        ("dlq.error.message", str(cause)[:1000]),
-        ("dlq.attempts", str(attempts)),
-        ("dlq.stage", stage),
-    ]
-    return OutputRecord(topic=topic, value=message.value(), key=message.key(), headers=headers)

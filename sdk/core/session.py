@@ -21,7 +21,7 @@ A transaction commits in numbered steps (docs/processor.md, docs/architecture.md
 3. ``commit_transaction()``: outputs and offsets become visible atomically.
 
 A failed call is routed by :meth:`TransactionSession.recover` (the one decision,
-:func:`sdk.core.recovery.decide`): abort, or recreate the client with the same
+:func:`sdk.recovery.decide`): abort, or recreate the client with the same
 ``transactional.id`` so that ``init_transactions()`` bumps the epoch and fences whatever the
 old one still has in flight.
 """
@@ -32,7 +32,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, overload
 
-from sdk.core.recovery import Recovery, decide
 from sdk.errors import (
     AmbiguousTransactionError,
     ConfigurationError,
@@ -43,6 +42,7 @@ from sdk.observability import Outcome, Telemetry, TransactionSpan
 from sdk.producer import Producer
 from sdk.profiles import Guarantee, ProcessingProfile, ProducerProfile
 from sdk.records import OutputRecord, TransactionStats
+from sdk.recovery import Recovery, decide
 
 __all__ = ["TransactionSession", "transactional_id_for"]
 
@@ -293,7 +293,7 @@ class TransactionSession:
     def recover(
         self, error: KafkaClientError, *, on_fenced: Literal["raise", "recreate"] = "raise"
     ) -> Recovery:
-        """Route a failed transactional call to its path (:func:`sdk.core.recovery.decide`).
+        """Route a failed transactional call to its path (:func:`sdk.recovery.decide`).
 
         The caller rewinds its input to the committed offsets afterwards: whatever path ran,
         the open transaction is gone.

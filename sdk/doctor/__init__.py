@@ -8,9 +8,13 @@ works at all (share groups) and whether the principal may do what the profile ne
 :class:`Report`; :func:`verify` raises :class:`~sdk.errors.DoctorError` on a FAIL. The command
 line is ``python -m sdk doctor NAME --file profiles.yaml [--topic T ...] [--json]``
 (docs/doctor.md).
+
+An internal interface, in no ``__all__``: ``main``, that command line (``sdk.__main__`` hands
+it every argument after ``doctor``).
 """
 
 from sdk.doctor._checks import check, verify
+from sdk.doctor._cli import main as main
 from sdk.doctor._report import Check, Report, Status
 
 __all__ = ["Check", "Report", "Status", "check", "verify"]

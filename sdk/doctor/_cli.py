@@ -1,7 +1,8 @@
 """``python -m sdk doctor NAME --file profiles.yaml [--topic T ...] [--json]``.
 
 Exit status: 0 when no check failed (warnings allowed), 1 when one did, 2 for a bad profile or
-argument.
+argument. ``python -m sdk doctor restart-check|preferred-leaders ...`` go on to the
+rolling-restart commands (:mod:`sdk.doctor._restart`).
 """
 
 from __future__ import annotations
@@ -84,12 +85,29 @@ def _profile(profiles: ProfileSet, name: str, kind: str) -> tuple[str, AnyProfil
     raise first
 
 
+_RESTART_COMMANDS = ("restart-check", "preferred-leaders")
+
+
+def _restart(argv: list[str]) -> int:
+    """The rolling-restart commands, imported when asked for."""
+    try:
+        from sdk.doctor._restart import main as restart_main
+    except ModuleNotFoundError as exc:
+        if exc.name != "sdk.doctor._restart":
+            raise
+        print(f"doctor {argv[0]}: not available in this version", file=sys.stderr)
+        return BAD_INPUT
+    return restart_main(argv)
+
+
 def main(argv: list[str]) -> int:
-    """Run the doctor on one profile (``argv`` is what follows ``doctor``).
+    """Run the doctor on one profile, or a rolling-restart command (``argv`` follows ``doctor``).
 
     Returns:
         The exit status (see the module docstring).
     """
+    if argv[:1] and argv[0] in _RESTART_COMMANDS:
+        return _restart(argv)
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # --help (0) or a usage error (2): a status, not an exit

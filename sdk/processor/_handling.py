@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import Any
 
-from sdk.core.failure import HandlerRunner, dead_letter
 from sdk.core.session import TransactionSession
 from sdk.errors import HandlerError, KafkaClientError
+from sdk.failure import HandlerRunner, dead_letter
 from sdk.observability import Telemetry
 from sdk.processor._records import BatchHandler, Handler, OutputRecord, ProcessorStats
 from sdk.profiles import Guarantee, ProcessingProfile

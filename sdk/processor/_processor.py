@@ -14,8 +14,7 @@ from confluent_kafka import TopicPartition
 from sdk._client import ConsumerClient, ProducerClient, call_kafka, consume_ready
 from sdk._deprecation import moved, renamed
 from sdk._signals import sigterm_stops
-from sdk.consumer._at_most_once import HandledMarks, commit_before_handling, member_id
-from sdk.core.failure import HandlerRunner
+from sdk.consumer.engine import HandledMarks, commit_before_handling, member_id
 from sdk.core.session import TransactionSession, transactional_id_for
 from sdk.errors import (
     ClosedError,
@@ -25,6 +24,7 @@ from sdk.errors import (
     SdkError,
     from_kafka_error,
 )
+from sdk.failure import HandlerRunner
 from sdk.observability import Telemetry, get_logger, redact
 from sdk.partitioners import Partitioner
 from sdk.processor._handling import HandlingLoop

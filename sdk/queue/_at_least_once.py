@@ -20,9 +20,9 @@ from typing import Any
 
 from confluent_kafka import AcknowledgeType
 
-from sdk.consumer._failure import DeadLetterSink, RecordDecoder
-from sdk.core.failure import HandlerRunner
+from sdk.consumer.engine import DeadLetterSink, RecordDecoder
 from sdk.errors import HandlerError, KafkaClientError, SdkError, SerializationError
+from sdk.failure import HandlerRunner
 from sdk.observability import Telemetry
 from sdk.profiles import QueueProfile
 from sdk.queue._records import Outstanding, QueueStats

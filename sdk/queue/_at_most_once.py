@@ -15,9 +15,9 @@ from typing import Any
 
 from confluent_kafka import AcknowledgeType
 
-from sdk.consumer._failure import DeadLetterSink
-from sdk.core.failure import HandlerRunner
+from sdk.consumer.engine import DeadLetterSink
 from sdk.errors import HandlerError, SdkError, SerializationError
+from sdk.failure import HandlerRunner
 from sdk.observability import Telemetry
 from sdk.profiles import QueueProfile
 from sdk.queue._records import Outstanding, QueueStats

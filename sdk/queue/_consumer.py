@@ -33,8 +33,7 @@ from confluent_kafka import AcknowledgeType, KafkaError, Message, ShareConsumer
 from sdk._client import translating
 from sdk._deprecation import renamed
 from sdk._signals import sigterm_stops
-from sdk.consumer._failure import RecordDecoder, dead_letter_sink
-from sdk.core.failure import HandlerRunner
+from sdk.consumer.engine import RecordDecoder, dead_letter_sink
 from sdk.errors import (
     ClosedError,
     ConfigurationError,
@@ -43,6 +42,7 @@ from sdk.errors import (
     SerializationError,
     from_kafka_error,
 )
+from sdk.failure import HandlerRunner
 from sdk.observability import Telemetry
 from sdk.profiles import Guarantee, QueueProfile
 from sdk.queue._at_least_once import LOCK_BUDGET, AtLeastOnceHandling

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sdk.consumer._failure import FailurePath
-from sdk.core.failure import HandlerRunner
+from sdk.consumer.engine import FailurePath
 from sdk.errors import DatabaseUnavailableError, HandlerError
+from sdk.failure import HandlerRunner
 from sdk.records import ConsumerRecord, view
 from sdk.sink._database import Session
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sdk.consumer._records import ConsumerStats
+from sdk.consumer import ConsumerStats
 from sdk.records import ConsumerRecord
 from sdk.sink._database import Transaction
 

@@ -13,8 +13,7 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID
 
 from sdk._client import ConsumerClient
 from sdk._signals import sigterm_stops
-from sdk.consumer._failure import FailurePath
-from sdk.consumer._health import ClientHealth, poll_records, subscribed_client
+from sdk.consumer.engine import ClientHealth, FailurePath, poll_records, subscribed_client
 from sdk.errors import (
     ClosedError,
     ConfigurationError,

@@ -38,6 +38,8 @@ def test_spark_results_keep_seconds_for_one_release(cls: type) -> None:
     [
         ("sdk.core.records", "sdk.records", "ConsumerRecord"),
         ("sdk.core.lifecycle", "sdk.lifecycle", "Lifecycle"),
+        ("sdk.core.failure", "sdk.failure", "HandlerRunner"),
+        ("sdk.core.recovery", "sdk.recovery", "decide"),
     ],
 )
 def test_a_moved_module_still_imports_from_its_old_place_and_warns(

@@ -1,12 +1,12 @@
-"""The one recovery decision (sdk.core.recovery.decide): the error's type decides first."""
+"""The one recovery decision (sdk.recovery.decide): the error's type decides first."""
 
 from __future__ import annotations
 
 import pytest
 from confluent_kafka import KafkaError
 
-from sdk.core.recovery import Recovery, decide
 from sdk.errors import KafkaClientError, from_kafka_error
+from sdk.recovery import Recovery, decide
 
 TIMEOUT_MS = 10_000
 

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from sdk.core.failure import HandlerRunner
 from sdk.errors import HandlerError
+from sdk.failure import HandlerRunner
 from sdk.profiles import FailurePolicy
 
 
