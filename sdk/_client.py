@@ -16,37 +16,66 @@ producer) reaches a client that has an ``error_cb``, ``poll()`` and ``flush()`` 
 bare one can catch it, and a thread that meets it dies without a printable traceback. Both
 entry points below catch it and translate it like a ``KafkaException``.
 
-:class:`ProducerClient` and :class:`ConsumerClient` name the calls the SDK makes on
-confluent-kafka's clients, so that a client slot is typed by what it must do: a real
-``confluent_kafka.Producer``/``Consumer`` satisfies them, and so do the in-tree fakes of
-:mod:`sdk.testing.fakes`.
+:class:`ProducerClient`, :class:`ConsumerClient` and :class:`ShareConsumerClient` name the
+calls the SDK makes on confluent-kafka's clients, so that a client slot is typed by what it must
+do: a real ``confluent_kafka.Producer``/``Consumer``/``ShareConsumer`` satisfies them, and so do
+the in-tree fakes of :mod:`sdk.testing.fakes`. What the SDK reads of a message is
+:class:`sdk._message.KafkaMessage`; the admin client's Protocol and its one factory are in
+:mod:`sdk._admin`.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Literal, Protocol, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypeVar, cast, overload
 
-from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    AcknowledgeType,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
 
+from sdk._admin import AdminApi, admin_client, admin_config, connection_keys
+from sdk._message import DeliveryCallback, KafkaMessage, MessageHeaders, polled
 from sdk.errors import RETRY_FOR_S, KafkaClientError, from_kafka_error, is_transient
+
+if TYPE_CHECKING:  # confluent-kafka's stubs import it from here too
+    from confluent_kafka.admin._metadata import ClusterMetadata
 
 __all__ = [
     "RETRY_FOR_S",
+    "AcknowledgementCommitCallback",
+    "AdminApi",
     "ConsumerClient",
+    "DeliveryCallback",
+    "KafkaMessage",
+    "MessageHeaders",
     "ProducerClient",
+    "RebalanceCallback",
+    "ShareConsumerClient",
+    "admin_client",
+    "admin_config",
     "call_kafka",
+    "connection_keys",
     "kafka_error",
+    "polled",
     "positional_produce",
+    "share_consumer",
     "takes_all_positional",
     "timeout_error",
     "translating",
 ]
 
 T = TypeVar("T")
+
+RebalanceCallback: TypeAlias = "Callable[[ConsumerClient, list[TopicPartition]], None]"
+"""``on_assign`` / ``on_revoke`` / ``on_lost``: ``(consumer, partitions)``."""
 
 
 class ProducerClient(Protocol):
@@ -61,13 +90,13 @@ class ProducerClient(Protocol):
     def produce(
         self,
         topic: str,
-        value: Any = None,
-        key: Any = None,
+        value: str | bytes | None = None,
+        key: str | bytes | None = None,
         partition: int = -1,
         *,
-        on_delivery: Any = None,
+        on_delivery: DeliveryCallback | None = None,
         timestamp: int = 0,
-        headers: Any = None,
+        headers: MessageHeaders | None = None,
     ) -> None:
         """Queue one record (delivery is reported to ``on_delivery`` by poll/flush)."""
         ...
@@ -88,8 +117,8 @@ class ProducerClient(Protocol):
         """Records queued or in flight (awaiting their delivery report)."""
         ...
 
-    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
-        """Cluster metadata (a ``confluent_kafka.admin.ClusterMetadata``)."""
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+        """Cluster metadata."""
         ...
 
     def init_transactions(self, timeout: float = -1) -> None:
@@ -119,21 +148,21 @@ class ConsumerClient(Protocol):
     """The calls the SDK makes on a ``confluent_kafka.Consumer`` (signatures as in its stubs).
 
     Implemented by ``confluent_kafka.Consumer`` and :class:`sdk.testing.fakes.FakeConsumerClient`.
-    Messages are ``Any``: the SDK reads them through ``topic()``, ``offset()``, ... whose
-    ``Optional`` results in the stubs would otherwise need a check at every use.
+    ``consume()`` returns records and events alike, as confluent-kafka types them;
+    :func:`consume_ready` (and :func:`polled`) type them as :class:`KafkaMessage`.
     """
 
     def subscribe(
         self,
         topics: list[str],
-        on_assign: Any = None,
-        on_revoke: Any = None,
-        on_lost: Any = None,
+        on_assign: RebalanceCallback | None = None,
+        on_revoke: RebalanceCallback | None = None,
+        on_lost: RebalanceCallback | None = None,
     ) -> None:
         """Join the group; the callbacks get ``(consumer, partitions)``."""
         ...
 
-    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
         """Up to ``num_messages`` messages (and error events), waiting up to ``timeout`` s."""
         ...
 
@@ -146,7 +175,7 @@ class ConsumerClient(Protocol):
     ) -> list[TopicPartition]: ...
 
     def store_offsets(
-        self, message: Any = None, offsets: list[TopicPartition] | None = None
+        self, message: Message | None = None, offsets: list[TopicPartition] | None = None
     ) -> None:
         """Store offsets for the next (auto) commit."""
         ...
@@ -201,9 +230,64 @@ class ConsumerClient(Protocol):
         """Leave the group and release the client."""
         ...
 
-    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
-        """Cluster metadata (a ``confluent_kafka.admin.ClusterMetadata``)."""
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+        """Cluster metadata."""
         ...
+
+
+AcknowledgementCommitCallback: TypeAlias = Callable[
+    [dict[TopicPartition, set[int]], KafkaException | None], None
+]
+"""A share consumer's ``(offsets, exception)`` report of committed acknowledgements."""
+
+
+class ShareConsumerClient(Protocol):
+    """The calls the SDK makes on a ``confluent_kafka.ShareConsumer`` (a share group, KIP-932).
+
+    ``acknowledge`` takes back a message ``poll`` returned: both are :class:`KafkaMessage`
+    here, where confluent-kafka's stubs say ``Message`` (see :class:`KafkaMessage` for why);
+    :func:`share_consumer` makes the real client. Implemented by
+    ``confluent_kafka.ShareConsumer`` and the queue tests' fakes.
+    """
+
+    def subscribe(self, topics: list[str]) -> None:
+        """Join the share group."""
+        ...
+
+    def poll(self, timeout: float = -1) -> Iterable[KafkaMessage]:
+        """The records (and error events) acquired for this member, waiting up to ``timeout`` s."""
+        ...
+
+    def acknowledge(self, message: KafkaMessage, ack_type: AcknowledgeType = ...) -> None:
+        """Acknowledge one polled record (ACCEPT, RELEASE or REJECT)."""
+        ...
+
+    def commit_sync(
+        self, timeout: float = 60
+    ) -> dict[TopicPartition, KafkaException | None] | None:
+        """Send the pending acknowledgements; per partition, the error if it was refused."""
+        ...
+
+    def set_acknowledgement_commit_callback(
+        self, callback: AcknowledgementCommitCallback | None
+    ) -> None:
+        """Where the outcome of acknowledgements committed in the background goes."""
+        ...
+
+    def close(self) -> None:
+        """Leave the share group and release the client."""
+        ...
+
+
+def share_consumer(config: dict[str, Any]) -> ShareConsumerClient:
+    """A ``confluent_kafka.ShareConsumer`` (typed as the SDK reads its messages).
+
+    Raises:
+        KafkaException: librdkafka refused a key or value of ``config``.
+    """
+    from confluent_kafka import ShareConsumer
+
+    return cast(ShareConsumerClient, ShareConsumer(config))
 
 
 Produce = Callable[[str, "bytes | None", "bytes | None", int, Any], None]
@@ -366,7 +450,7 @@ def call_kafka(
         time.sleep(min(2.0, 0.05 * 2 ** (attempt - 1)))  # 0.05, 0.1, ... 2 s
 
 
-def consume_ready(client: ConsumerClient, limit: int, timeout_s: float) -> list[Any]:
+def consume_ready(client: ConsumerClient, limit: int, timeout_s: float) -> list[KafkaMessage]:
     """Up to ``limit`` messages, back as soon as there is one, waiting at most ``timeout_s``.
 
     librdkafka's ``consume(n, timeout)`` returns when it has ``n`` messages or the timeout
@@ -377,8 +461,8 @@ def consume_ready(client: ConsumerClient, limit: int, timeout_s: float) -> list[
     """
     messages = client.consume(limit, 0)
     if messages or timeout_s <= 0:
-        return messages
+        return polled(messages)
     first = client.consume(1, timeout_s)
     if len(first) != 1 or limit == 1:
-        return first
-    return first + client.consume(limit - 1, 0)
+        return polled(first)
+    return polled(first + client.consume(limit - 1, 0))

@@ -7,7 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sdk._client import ConsumerClient, translating
+from sdk._client import ConsumerClient, admin_client, translating
+from sdk._client import admin_config as sdk_admin_config
 from sdk._deprecation import warn_renamed
 from sdk.core import session
 from sdk.errors import ConfigurationError, KafkaClientError, UnknownTopicError, from_kafka_error
@@ -62,12 +63,12 @@ def transactional_id_for(prefix: str, job: str, group: str, topic: str, partitio
 
 def admin_config(consumer: ConsumerProfile) -> dict[str, Any]:
     """Return the connection keys (bootstrap, security) of a consumer profile for an AdminClient."""
-    rendered = consumer.render()
-    return {
-        k: v
-        for k, v in rendered.items()
-        if k in ("bootstrap.servers", "client.id") or k.startswith(("security.", "sasl.", "ssl."))
-    }
+    return sdk_admin_config(
+        consumer.bootstrap_servers,
+        consumer.security.render(),
+        consumer.extras,
+        client_id=consumer.client_id,
+    )
 
 
 def _result(future: Any, context: str, timeout_s: float) -> Any:
@@ -225,13 +226,12 @@ def plan_ranges(
         KafkaClientError: An admin request failed.
     """
     import confluent_kafka.admin as kafka_admin
-    from confluent_kafka.admin import AdminClient
 
     if timeout is not None:
         warn_renamed("plan_ranges", "timeout", "timeout_s")
         timeout_s = timeout
     spec: Any = getattr(kafka_admin, "OffsetSpec")  # noqa: B009 (not in the typed stubs)
-    admin = (admin_factory or AdminClient)(admin_config(consumer))
+    admin = (admin_factory or admin_client)(admin_config(consumer))
     parts = _partitions(admin, topics, timeout_s)
     committed = committed_offsets(consumer, parts, timeout_s)
     stable_end = _list_offsets(admin, parts, spec.latest(), timeout_s)

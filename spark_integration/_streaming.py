@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from confluent_kafka import Consumer as _ConsumerClient
 from pydantic import Field, model_validator
 
-from sdk._client import ConsumerClient, ProducerClient, translating
+from sdk._client import ConsumerClient, ProducerClient, admin_client, admin_config, translating
 from sdk._deprecation import moved
 from sdk.core.session import TransactionSession
 from sdk.errors import ConfigurationError, KafkaClientError
@@ -425,11 +425,11 @@ class ExactlyOnceStreamingSink:
             ConfigurationError: A replay of ``batch_id`` has a different slice count.
             KafkaClientError: An admin request failed.
         """
-        from confluent_kafka.admin import AdminClient
         from confluent_kafka.cimpl import NewPartitions
 
-        admin = (self._admin_factory or AdminClient)(
-            {"bootstrap.servers": self.config.producer.bootstrap_servers}
+        producer = self.config.producer
+        admin = (self._admin_factory or admin_client)(
+            admin_config(producer.bootstrap_servers, producer.security.render(), producer.extras)
         )
         topic = self.config.progress_topic
         with translating(f"list_topics({topic})"):

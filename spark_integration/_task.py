@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import Consumer as _ConsumerClient
 
-from sdk._client import ConsumerClient, ProducerClient
+from sdk._client import ConsumerClient, ProducerClient, polled
 from sdk._deprecation import RenamedAttribute
 from sdk.core.session import TransactionSession
 from sdk.errors import HandlerError, KafkaClientError, from_kafka_error
@@ -196,7 +196,7 @@ class _RangeTask:
         poll_s = self.config.poll_timeout_ms / 1000.0
         records: list[Any] = []
         while len(records) < limit:
-            msgs = self.consumer.consume(min(batch, limit - len(records)), poll_s)
+            msgs = polled(self.consumer.consume(min(batch, limit - len(records)), poll_s))
             for msg in msgs:
                 err = msg.error()
                 if err is not None:

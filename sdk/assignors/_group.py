@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sdk._client import translating
+from sdk._client import admin_client, connection_keys, translating
 from sdk._deprecation import warn_renamed
 from sdk.assignors._protocol import Assignor, Member, Plan, TopicPartition, check_plan
 from sdk.assignors._registry import resolve_assignor
@@ -218,13 +218,11 @@ class GroupAssignedConsumer:
         if self._consumer is not None:
             return
         from confluent_kafka import Consumer
-        from confluent_kafka.admin import AdminClient
 
         self._consumer = Consumer(self._config)
-        admin_keys = ("bootstrap.servers", "security.protocol", "sasl.mechanisms")
-        admin_conf = {k: v for k, v in self._config.items() if k in admin_keys or "ssl" in k}
-        admin_conf.update({k: v for k, v in self._config.items() if k.startswith("sasl.")})
-        self._admin = AdminClient(admin_conf)
+        # the connection keys only: the consumer's client.id carries this member's metadata
+        admin = {"bootstrap.servers": self._config["bootstrap.servers"]}
+        self._admin = admin_client({**admin, **connection_keys(self._config)})
         self._consumer.subscribe(
             list(self.topics),
             on_assign=self._handle_assign,

@@ -15,14 +15,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from confluent_kafka import TopicCollection
-from confluent_kafka.admin import AdminClient
 
 # the names live in private modules: confluent_kafka.admin re-exports them without __all__
 from confluent_kafka.admin._acl import AclBindingFilter, AclOperation, AclPermissionType
 from confluent_kafka.admin._config import ConfigResource, ConfigSource
 from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
 
-from sdk._client import call_kafka, timeout_error, translating
+from sdk._client import admin_client, call_kafka, timeout_error, translating
 from sdk.doctor._facts import (
     AclEntry,
     BrokerNode,
@@ -46,34 +45,10 @@ from sdk.errors import (
 )
 from sdk.profiles import SecurityProfile
 
-__all__ = ["ClusterReader", "admin_config"]
+__all__ = ["ClusterReader"]
 
 _log = logging.getLogger("sdk.doctor")
 T = TypeVar("T")
-
-_SECURITY_PREFIXES = ("security.", "ssl.", "sasl.", "enable.ssl.")
-
-
-def admin_config(
-    bootstrap_servers: str,
-    security: SecurityProfile,
-    extras: Mapping[str, Any],
-    *,
-    client_id: str | None = None,
-) -> dict[str, Any]:
-    """The librdkafka config of the doctor's ``AdminClient``: bootstrap and security only.
-
-    Extras that tune TLS or SASL (``ssl.*``, ``sasl.*``, ``security.*``) are kept: they decide
-    whether the connection works at all. Secrets are revealed, for librdkafka only.
-    """
-    config: dict[str, Any] = {"bootstrap.servers": bootstrap_servers}
-    if client_id:
-        config["client.id"] = client_id
-    config.update(
-        {k: v for k, v in extras.items() if any(k.startswith(p) for p in _SECURITY_PREFIXES)}
-    )
-    config.update(security.render())
-    return config
 
 
 def _names(operations: Any) -> frozenset[str] | None:
@@ -91,7 +66,7 @@ class ClusterReader:
     """Reads and caches the facts the checks judge; every failure becomes :class:`Unreadable`.
 
     Args:
-        config: The ``AdminClient`` config (:func:`admin_config`).
+        config: The ``AdminClient`` config (:func:`sdk._admin.admin_config`).
         security: The profile's security settings (for the raw ApiVersions connection).
         extras: The profile's extra librdkafka keys (TLS verification switches).
         timeout_s: Seconds each request may take.
@@ -110,13 +85,14 @@ class ClusterReader:
         *,
         timeout_s: float,
     ) -> None:
-        conf = dict(config)
         self._client_errors = []
-        conf.setdefault("logger", _log)  # librdkafka's connection noise: silent by default
-        # a refused login only shows here: the admin call itself just times out
-        conf["error_cb"] = self._client_errors.append
         try:
-            self._admin = AdminClient(conf)
+            self._admin = admin_client(
+                config,
+                logger=_log,  # librdkafka's connection noise: silent by default
+                # a refused login only shows here: the admin call itself just times out
+                error_cb=self._client_errors.append,
+            )
         except Exception as exc:  # KafkaException for a bad librdkafka key or value
             raise ConfigurationError(
                 f"librdkafka refused the connection settings of the profile: {exc}"

@@ -5,12 +5,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from sdk._client import admin_config
 from sdk.doctor._access import (
     judge_group_access,
     judge_topic_access,
     judge_transactional_id_access,
 )
-from sdk.doctor._admin import ClusterReader, admin_config
+from sdk.doctor._admin import ClusterReader
 from sdk.doctor._cluster import cluster_checks
 from sdk.doctor._facts import GroupFacts, TopicFacts, Unreadable
 from sdk.doctor._groups import judge_group, judge_share_configs, judge_share_limits
@@ -62,7 +63,7 @@ def check(
     started = time.monotonic()
     s = subject_of(profile, topics, output_topics)
     reader = ClusterReader(
-        admin_config(s.bootstrap_servers, s.security, s.extras),
+        admin_config(s.bootstrap_servers, s.security.render(), s.extras),
         s.security,
         s.extras,
         timeout_s=timeout_s,

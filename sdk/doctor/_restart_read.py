@@ -17,12 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import ConfigResource, ConfigSource
 from confluent_kafka.admin._resource import ResourceType
 
-from sdk._client import timeout_error, translating
-from sdk.doctor._admin import admin_config
+from sdk._client import AdminApi, admin_config, timeout_error, translating
+from sdk._client import admin_client as new_admin_client
 from sdk.errors import (
     AuthorizationError,
     ConfigurationError,
@@ -42,7 +41,7 @@ __all__ = [
 
 _log = logging.getLogger("sdk.doctor")
 
-AdminTarget: TypeAlias = "AdminClient | str | Mapping[str, Any]"
+AdminTarget: TypeAlias = "AdminApi | str | Mapping[str, Any]"
 """An ``AdminClient``, bootstrap servers, or a librdkafka config for one."""
 
 
@@ -113,7 +112,7 @@ class ClusterState:
 def admin_config_from_profile(path: str, profile: str | None) -> dict[str, Any]:
     """The admin connection settings of a profile: bootstrap servers and security only.
 
-    Rendered as the profile checks render them (:func:`sdk.doctor._admin.admin_config`: the
+    Rendered as the profile checks render them (:func:`sdk._admin.admin_config`: the
     TLS and SASL extras are kept, every other extra left out).
 
     Args:
@@ -146,12 +145,15 @@ def admin_config_from_profile(path: str, profile: str | None) -> dict[str, Any]:
             errors.append(exc)
             continue
         return admin_config(
-            built.bootstrap_servers, built.security, built.extras, client_id=built.client_id
+            built.bootstrap_servers,
+            built.security.render(),
+            built.extras,
+            client_id=built.client_id,
         )
     raise errors[0]
 
 
-def admin_client(target: AdminTarget) -> AdminClient:
+def admin_client(target: AdminTarget) -> AdminApi:
     """An ``AdminClient`` for ``target`` (returned as is if it already is one).
 
     librdkafka's own log lines (a refused connection to the broker that is down, say) go to
@@ -160,7 +162,7 @@ def admin_client(target: AdminTarget) -> AdminClient:
     Raises:
         ConfigurationError: ``target`` is empty or of the wrong type.
     """
-    if isinstance(target, AdminClient):
+    if isinstance(target, AdminApi):  # an AdminClient, or a stand-in with the same calls
         return target
     if isinstance(target, str):
         if not target.strip():
@@ -173,12 +175,11 @@ def admin_client(target: AdminTarget) -> AdminClient:
             f"expected an AdminClient, bootstrap servers or a config, got {type(target).__name__}",
             field="admin",
         )
-    config.setdefault("logger", _log)
-    return AdminClient(config)
+    return new_admin_client(config, logger=_log)
 
 
 def read_cluster_state(
-    admin: AdminClient, *, timeout_s: float = 30.0, config_broker: int | None = None
+    admin: AdminApi, *, timeout_s: float = 30.0, config_broker: int | None = None
 ) -> ClusterState:
     """Read one snapshot of the cluster (metadata, then every topic's min ISR).
 
@@ -236,7 +237,7 @@ def read_cluster_state(
 
 
 def _read_configs(
-    admin: AdminClient, topics: list[str], broker: int | None, timeout_s: float
+    admin: AdminApi, topics: list[str], broker: int | None, timeout_s: float
 ) -> tuple[dict[str, int], dict[str, str], dict[str, str]]:
     """Each topic's min ISR (and where it comes from), and one broker's configs."""
     resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]

@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from sdk._client import translating
+from sdk._client import admin_client, translating
 from sdk._deprecation import renamed_default
 from sdk.errors import ConfigurationError, SdkError, UnknownTopicError, from_kafka_error
 from sdk.partitioners._protocol import BatchAware, Partitioner, TopicPartitioner
@@ -228,9 +228,7 @@ class PartitionRouter:
 
     def _fetch_count(self, topic: str) -> int:
         if self._client is None:
-            from confluent_kafka.admin import AdminClient
-
-            self._client = AdminClient(self._config)
+            self._client = admin_client(self._config)
         self.refreshes += 1
         context = f"partition count of topic {topic!r}"
         with translating(context):

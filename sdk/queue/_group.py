@@ -8,16 +8,13 @@ renders (incremental SET, so other group configs stay as they are).
 
 from __future__ import annotations
 
-from typing import Any
-
 from confluent_kafka import KafkaError
-from confluent_kafka.admin import AdminClient
 
 # the names live in private modules: confluent_kafka.admin re-exports them without __all__
 from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
 from confluent_kafka.admin._resource import ResourceType
 
-from sdk._client import translating
+from sdk._client import admin_client, admin_config, translating
 from sdk.errors import ConfigurationError, KafkaClientError, KafkaTimeoutError, SdkError
 from sdk.profiles import QueueProfile
 
@@ -62,9 +59,9 @@ def apply_group_config(profile: QueueProfile, *, timeout_s: float = 30.0) -> dic
             says what is needed; no ACL to alter group configs; unreachable).
     """
     configs = profile.group_config()
-    admin_config: dict[str, Any] = {"bootstrap.servers": profile.bootstrap_servers}
-    admin_config.update(profile.security.render())
-    admin = AdminClient(admin_config)
+    admin = admin_client(
+        admin_config(profile.bootstrap_servers, profile.security.render(), profile.extras)
+    )
     resource = ConfigResource(
         ResourceType.GROUP,
         profile.group_id,

@@ -10,9 +10,10 @@ up here). A part is a package (``sdk.producer``, ``sdk.core``), a top-level modu
 
 The layer table (docs/architecture.md, "The layers"):
 
-L0  errors, _client (the seam and its Protocols), records, lifecycle, failure (the failure
-    policy and the dead-letter format), recovery (the recovery decision), profiles,
-    partitioners, assignors, observability, serialization, and the small top-level helpers
+L0  errors, _client, _message, _admin (the seam and its Protocols), records, lifecycle,
+    failure (the failure policy and the dead-letter format), recovery (the recovery decision),
+    profiles, partitioners, assignors, observability, serialization, and the small top-level
+    helpers
 L1  producer, consumer, doctor: one client each, translated
 L2  core (the transactional session): the guarantee machinery
 L3  processor, queue, sink, aio: the front ends
@@ -46,6 +47,8 @@ PACKAGES = ("sdk", "spark_integration")
 LAYERS: dict[str, int] = {
     "sdk.errors": 0,
     "sdk._client": 0,
+    "sdk._message": 0,  # the message Protocol of the seam
+    "sdk._admin": 0,  # the admin client's Protocol and its one factory
     "sdk.failure": 0,  # the failure policy: imports errors, profiles and records only
     "sdk.recovery": 0,  # the recovery decision: a pure function of the error
     "sdk._deprecation": 0,
