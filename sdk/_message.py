@@ -50,8 +50,8 @@ class KafkaMessage(Protocol):
         """The raw value."""
         ...
 
-    def headers(self) -> MessageHeaders | None:
-        """The headers (None when there are none)."""
+    def headers(self) -> list[tuple[str, bytes | None]] | None:
+        """The headers in broker order (None when there are none)."""
         ...
 
     def error(self) -> KafkaError | None:

@@ -12,16 +12,20 @@ from __future__ import annotations
 import builtins
 import importlib
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
+from sdk._message import KafkaMessage
 from sdk.errors import ConfigurationError, HandlerError
 from sdk.profiles import FailurePolicy
 from sdk.records import OutputRecord
 
 __all__ = ["DLQ_HEADERS", "HandlerRunner", "dead_letter"]
+
+A = TypeVar("A")
+"""What a handler takes: a record, or a batch of them."""
 
 
 def _resolve_type(name: str) -> type[BaseException]:
@@ -50,7 +54,7 @@ class HandlerRunner:
         """Whether the policy retries after ``exc`` (``retry_on``; ``attempts`` > 1)."""
         return self.policy.attempts > 1 and isinstance(exc, self._retry_on)
 
-    def run(self, fn: Callable[[Any], Any], arg: Any) -> list[OutputRecord]:
+    def run(self, fn: Callable[[A], Iterable[OutputRecord] | None], arg: A) -> list[OutputRecord]:
         """Call ``fn(arg)`` and materialize its outputs, retrying per the policy.
 
         Raises:
@@ -63,7 +67,9 @@ class HandlerRunner:
         except Exception as exc:
             return self.retry(fn, arg, exc)
 
-    def retry(self, fn: Callable[[Any], Any], arg: Any, first: Exception) -> list[OutputRecord]:
+    def retry(
+        self, fn: Callable[[A], Iterable[OutputRecord] | None], arg: A, first: Exception
+    ) -> list[OutputRecord]:
         """Go on after a first attempt (made by the caller's hot loop) failed with ``first``.
 
         Raises:
@@ -125,7 +131,7 @@ def _qualified(exc: BaseException) -> str:
 
 
 def dead_letter(
-    message: Any, topic: str, error: BaseException, *, attempts: int, stage: str
+    message: KafkaMessage, topic: str, error: BaseException, *, attempts: int, stage: str
 ) -> OutputRecord:
     """Build the dead-letter copy of an input ``confluent_kafka.Message``.
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+
+if TYPE_CHECKING:
+    from sdk._message import KafkaMessage
 
 __all__ = [
     "ConsumerRecord",
@@ -27,14 +30,14 @@ _new = object.__new__
 R = TypeVar("R", bound="ConsumerRecord")
 
 
-def view(cls: type[R], msg: Any) -> R:
+def view(cls: type[R], msg: KafkaMessage) -> R:
     """A record of ``cls`` over ``msg``, key and value as the message has them."""
     record = _new(cls)
     record._key, record._value, record._raw = msg.key(), msg.value(), msg
     return record
 
 
-def last_positions(messages: Iterable[Any], into: dict[tuple[str, int], int]) -> None:
+def last_positions(messages: Iterable[KafkaMessage], into: dict[tuple[str, int], int]) -> None:
     """``into[(topic, partition)] = offset + 1`` of each partition's last message."""
     # a comprehension keeps each partition's last message; offsets are read for those alone
     last = {(m.topic(), m.partition()): m for m in messages}
@@ -43,16 +46,16 @@ def last_positions(messages: Iterable[Any], into: dict[tuple[str, int], int]) ->
 
 
 def handle_run(
-    records: list[Any],
+    records: Sequence[KafkaMessage],
     i: int,
     n: int,
     stop: int,
     handler: Callable[[Any], Any],
     emit: Callable[[Any], None] | None,
-    cls: type[Any],
+    cls: type[ConsumerRecord],
     due_at: float,
     clock: Callable[[], float] | None,
-) -> tuple[int, int, Any, BaseException | None]:
+) -> tuple[int, int, ConsumerRecord | None, BaseException | None]:
     """Hand ``records[i:n]`` one by one to ``handler`` and ``emit`` what it returns.
 
     The Processor's and the Consumer's per-record loop. Per record: a view of ``cls`` over it, the
@@ -131,9 +134,9 @@ class ConsumerRecord:
     __slots__ = ("_key", "_raw", "_value")
     _key: Any
     _value: Any
-    _raw: Any
+    _raw: KafkaMessage
 
-    def __init__(self, key: Any, value: Any, raw: Any) -> None:
+    def __init__(self, key: Any, value: Any, raw: KafkaMessage) -> None:
         self._key = key
         self._value = value
         self._raw = raw
@@ -149,32 +152,29 @@ class ConsumerRecord:
         return self._value
 
     @property
-    def raw(self) -> Any:
+    def raw(self) -> KafkaMessage:
         """The ``confluent_kafka.Message``."""
         return self._raw
 
     @property
     def topic(self) -> str:
         """The topic."""
-        topic: str = self._raw.topic()
-        return topic
+        return self._raw.topic()
 
     @property
     def partition(self) -> int:
         """The partition."""
-        partition: int = self._raw.partition()
-        return partition
+        return self._raw.partition()
 
     @property
     def offset(self) -> int:
         """The offset."""
-        offset: int = self._raw.offset()
-        return offset
+        return self._raw.offset()
 
     @property
     def headers(self) -> tuple[tuple[str, bytes | None], ...]:
         """Header pairs in broker order (empty tuple if none)."""
-        raw: Sequence[tuple[str, bytes | None]] | None = self._raw.headers()
+        raw = self._raw.headers()
         return tuple(raw) if raw else ()
 
     @property
@@ -183,8 +183,7 @@ class ConsumerRecord:
 
         A queue consumer's handler sees it grow with each redelivery.
         """
-        count: int | None = self._raw.delivery_count()
-        return count
+        return self._raw.delivery_count()
 
     @property
     def timestamp_ms(self) -> int | None:

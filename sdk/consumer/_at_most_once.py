@@ -31,11 +31,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from contextlib import suppress
-from typing import Any, Protocol
+from typing import Protocol
 
 from confluent_kafka import KafkaError, TopicPartition
 
-from sdk._client import ConsumerClient, call_kafka, translating
+from sdk._client import ConsumerClient, KafkaMessage, call_kafka, translating
 from sdk.errors import KafkaClientError, from_kafka_error
 from sdk.observability import Telemetry
 from sdk.records import last_positions
@@ -85,14 +85,14 @@ def still_member(client: ConsumerClient, assigned_as: str | None) -> bool:
     return assigned_as is not None and member_id(client) == assigned_as
 
 
-def next_offsets(messages: Iterable[Any]) -> list[Any]:
+def next_offsets(messages: Iterable[KafkaMessage]) -> list[TopicPartition]:
     """The next offset to read per partition after ``messages``, sorted, as TopicPartitions."""
     last: dict[tuple[str, int], int] = {}
     last_positions(messages, last)
     return [TopicPartition(t, p, o) for (t, p), o in sorted(last.items())]
 
 
-def rewind(client: ConsumerClient, messages: Iterable[Any]) -> None:
+def rewind(client: ConsumerClient, messages: Iterable[KafkaMessage]) -> None:
     """Seek each partition of ``messages`` back to the batch's first offset, so it is read again.
 
     A partition no longer assigned is skipped: its owner starts from the committed offset.
@@ -105,7 +105,7 @@ def rewind(client: ConsumerClient, messages: Iterable[Any]) -> None:
             client.seek(TopicPartition(topic, partition, offset))
 
 
-def check_partitions(result: Any, context: str) -> None:
+def check_partitions(result: list[TopicPartition] | None, context: str) -> None:
     """Raise the first per-partition error of a ``commit()`` result (None: no result).
 
     Raises:
@@ -139,20 +139,20 @@ class HandledMarks:
         self._owned: set[tuple[str, int]] = set()
         self._unchecked: set[tuple[str, int]] = set()
 
-    def assigned(self, partitions: Iterable[Any]) -> None:
+    def assigned(self, partitions: Iterable[TopicPartition]) -> None:
         """Partitions (TopicPartitions) were assigned: check their committed offsets first."""
         keys = {(tp.topic, tp.partition) for tp in partitions}
         self._owned |= keys
         self._unchecked |= keys
 
-    def released(self, partitions: Iterable[Any]) -> None:
+    def released(self, partitions: Iterable[TopicPartition]) -> None:
         """Partitions (TopicPartitions) were revoked or lost: none of their records is fresh."""
         self._owned -= {(tp.topic, tp.partition) for tp in partitions}
 
     def check(
         self,
         client: ConsumerClient,
-        messages: list[Any],
+        messages: list[KafkaMessage],
         *,
         timeout_s: float,
         on_retry: Callable[[str], None] | None = None,
@@ -179,7 +179,7 @@ class HandledMarks:
         self.advance(tp for tp in committed if tp.offset >= 0)
         unchecked -= keys
 
-    def fresh(self, messages: list[Any]) -> list[Any]:
+    def fresh(self, messages: list[KafkaMessage]) -> list[KafkaMessage]:
         """The records of ``messages`` of assigned partitions, not below their mark, in order."""
         marks, owned = self._marks, self._owned
         if not marks and {(m.topic(), m.partition()) for m in messages} <= owned:
@@ -190,7 +190,7 @@ class HandledMarks:
             if (key := (m.topic(), m.partition())) in owned and m.offset() >= marks.get(key, -1)
         ]
 
-    def advance(self, offsets: Iterable[Any]) -> None:
+    def advance(self, offsets: Iterable[TopicPartition]) -> None:
         """Raise the marks to the committed ``offsets`` (TopicPartitions)."""
         marks = self._marks
         for tp in offsets:
@@ -213,7 +213,7 @@ class CommitCounts(Protocol):
 
 def commit_before_handling(
     client: ConsumerClient,
-    messages: list[Any],
+    messages: list[KafkaMessage],
     *,
     assigned_as: str | None,
     stats: CommitCounts,
@@ -221,7 +221,7 @@ def commit_before_handling(
     telemetry: Telemetry | None = None,
     on_retry: Callable[[str], None] | None = None,
     committed_timeout_s: float = 10.0,
-) -> list[Any]:
+) -> list[KafkaMessage]:
     """at_most_once: commit the batch synchronously before any handler sees it.
 
     Records already handed out (below their partition's :class:`HandledMarks` mark, which
@@ -254,7 +254,7 @@ def commit_before_handling(
     """
     context = "commit before handling (at_most_once)"
 
-    def refused(why: str) -> list[Any]:
+    def refused(why: str) -> list[KafkaMessage]:
         stats.commit_refused += 1
         stats.note(f"{why}; batch not handled")
         if telemetry is not None:

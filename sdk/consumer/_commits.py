@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from confluent_kafka import KafkaError, TopicPartition
 
-from sdk._client import ConsumerClient, call_kafka
+from sdk._client import ConsumerClient, KafkaMessage, call_kafka
 from sdk.consumer._at_most_once import (
     HandledMarks,
     check_partitions,
@@ -49,7 +48,9 @@ class OffsetKeeper:
         self._marks = HandledMarks()  # at_most_once: positions committed before handling
         self.telemetry: Telemetry | None = None  # set by the Consumer
 
-    def before_handling(self, client: ConsumerClient, messages: list[Any]) -> list[Any]:
+    def before_handling(
+        self, client: ConsumerClient, messages: list[KafkaMessage]
+    ) -> list[KafkaMessage]:
         """at_most_once: commit the batch synchronously before any handler sees it.
 
         The batch is handled only if the commit was accepted for this member's generation:
@@ -78,7 +79,7 @@ class OffsetKeeper:
             telemetry=self.telemetry,
         )
 
-    def handled(self, client: ConsumerClient, messages: list[Any]) -> None:
+    def handled(self, client: ConsumerClient, messages: list[KafkaMessage]) -> None:
         """The records are handled or dead-lettered: store their offsets (at_least_once).
 
         Raises:
@@ -87,7 +88,7 @@ class OffsetKeeper:
         if self._alo:
             self._store(client, next_offsets(messages))
 
-    def track(self, message: Any) -> None:
+    def track(self, message: KafkaMessage) -> None:
         """Remember a record handed out by the iterator (at_least_once)."""
         if self._alo:
             self.tracker.track(message.topic(), message.partition(), message.offset())
@@ -108,7 +109,7 @@ class OffsetKeeper:
         if next_offset is not None and client is not None:
             self._store(client, [TopicPartition(topic, partition, next_offset)])
 
-    def _store(self, client: ConsumerClient, offsets: list[Any]) -> None:
+    def _store(self, client: ConsumerClient, offsets: list[TopicPartition]) -> None:
         try:
             call_kafka(
                 lambda: client.store_offsets(offsets=offsets), context="store_offsets", commit=True
@@ -149,7 +150,7 @@ class OffsetKeeper:
         check_partitions(result, context)
         self.stats.commits += 1
 
-    def on_assign(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
+    def on_assign(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None:
         """Remember which member received the assignment (at_most_once ownership check).
 
         at_most_once also checks the new partitions' committed offsets before their first
@@ -159,7 +160,7 @@ class OffsetKeeper:
         if not self._alo:
             self._marks.assigned(partitions)
 
-    def on_revoke(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
+    def on_revoke(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None:
         """Commit what was handled before the partitions go to another member."""
         self.stats.revoked += 1
         self._marks.released(partitions)
@@ -170,7 +171,7 @@ class OffsetKeeper:
             _log.warning("%s", exc)
         self.tracker.forget((tp.topic, tp.partition) for tp in partitions)
 
-    def on_lost(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
+    def on_lost(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None:
         """Partitions were lost (session expired): no commit is possible any more."""
         self.stats.lost += 1
         self._marks.released(partitions)

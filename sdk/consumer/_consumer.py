@@ -9,7 +9,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, Literal
 
-from sdk._client import ConsumerClient
+from confluent_kafka import TopicPartition
+
+from sdk._client import ConsumerClient, KafkaMessage
 from sdk._deprecation import renamed
 from sdk._signals import sigterm_stops
 from sdk.consumer._commits import OffsetKeeper
@@ -126,7 +128,7 @@ class Consumer(HandlingLoop):
         # sdk.aio: called with each polled batch of run() right before it is handled (after
         # the at-most-once commit), to run the batch's async handlers in one loop crossing;
         # returns how many records (from the first) had their handler run or begun
-        self._before_handle: Callable[[list[Any]], int] | None = None
+        self._before_handle: Callable[[list[KafkaMessage]], int] | None = None
         self._health = ClientHealth(self.stats)
         self._assigned: set[tuple[str, int]] = set()
         self._in_flight = 0
@@ -213,7 +215,7 @@ class Consumer(HandlingLoop):
     # ------------------------------------------------------------------ public loops
     def run(
         self,
-        handler: RecordHandler | Callable[[ConsumerRecord], Any],
+        handler: RecordHandler | Callable[[ConsumerRecord], object],
         *,
         max_records: int | None = None,
         idle_timeout_s: float | None = None,
@@ -263,7 +265,7 @@ class Consumer(HandlingLoop):
 
     def run_batch(
         self,
-        handler: BatchRecordHandler | Callable[[list[ConsumerRecord]], Any],
+        handler: BatchRecordHandler | Callable[[list[ConsumerRecord]], object],
         *,
         max_records: int | None = None,
         idle_timeout_s: float | None = None,
@@ -390,7 +392,9 @@ class Consumer(HandlingLoop):
             else:
                 self._offsets.commit_stored(client, "commit at the end of the run")
 
-    def _batches(self, max_records: int | None, idle_s: float | None) -> Iterator[list[Any]]:
+    def _batches(
+        self, max_records: int | None, idle_s: float | None
+    ) -> Iterator[list[KafkaMessage]]:
         """Yield polled batches (at_most_once: each already committed)."""
         client = self._open()
         taken = 0
@@ -418,7 +422,7 @@ class Consumer(HandlingLoop):
             self._in_flight = len(messages)
             yield messages
 
-    def _poll(self, client: ConsumerClient, limit: int) -> list[Any]:
+    def _poll(self, client: ConsumerClient, limit: int) -> list[KafkaMessage]:
         return poll_records(
             client, limit, self._poll_timeout, self._health, self.stats, self.topics
         )
@@ -430,20 +434,20 @@ class Consumer(HandlingLoop):
         return None
 
     # ------------------------------------------------------------------ callbacks
-    def _on_assign(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
+    def _on_assign(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None:
         self._health.assigned()  # idle_timeout_s counts from here
         self._assigned |= {(tp.topic, tp.partition) for tp in partitions}
         self._offsets.on_assign(consumer, partitions)
         if self._telemetry is not None:
             self._telemetry.rebalance("assigned", len(partitions))
 
-    def _on_revoke(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
+    def _on_revoke(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None:
         self._offsets.on_revoke(consumer, partitions)  # commits what was handled first
         self._assigned -= {(tp.topic, tp.partition) for tp in partitions}
         if self._telemetry is not None:
             self._telemetry.rebalance("revoked", len(partitions))
 
-    def _on_lost(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
+    def _on_lost(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None:
         self._offsets.on_lost(consumer, partitions)
         self._assigned -= {(tp.topic, tp.partition) for tp in partitions}
         if self._telemetry is not None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
+from sdk._client import KafkaMessage
 from sdk.consumer._records import ConsumerRecord, ConsumerStats
 from sdk.errors import ConfigurationError, HandlerError, SdkError, SerializationError
 from sdk.failure import HandlerRunner, dead_letter
@@ -18,6 +19,9 @@ __all__ = ["DeadLetterSink", "FailurePath", "RecordDecoder", "dead_letter_sink"]
 
 _log = logging.getLogger("sdk.consumer")
 
+A = TypeVar("A")
+"""What a handler takes: a record, or a batch of them."""
+
 
 class RecordDecoder:
     """Turns a ``confluent_kafka.Message`` into a :class:`ConsumerRecord`."""
@@ -29,14 +33,14 @@ class RecordDecoder:
         self.raw = self._key is bytes_in and self._value is bytes_in
         """Both deserializers are ``bytes``: a record is the message's key and value as is."""
 
-    def try_decode(self, message: Any) -> ConsumerRecord | None:
+    def try_decode(self, message: KafkaMessage) -> ConsumerRecord | None:
         """Like :meth:`decode`, but None for a poison pill."""
         try:
             return self.decode(message)
         except SerializationError:
             return None
 
-    def decode(self, message: Any) -> ConsumerRecord:
+    def decode(self, message: KafkaMessage) -> ConsumerRecord:
         """Deserialize key and value.
 
         Raises:
@@ -104,7 +108,9 @@ class DeadLetterSink:
         self._timeout = timeout_s
         self._producer: Producer | None = None
 
-    def send(self, message: Any, error: BaseException, *, attempts: int, stage: str) -> None:
+    def send(
+        self, message: KafkaMessage, error: BaseException, *, attempts: int, stage: str
+    ) -> None:
         """Produce the original record (raw bytes) to the DLQ and wait until it is acknowledged.
 
         Headers added to the original ones: :data:`sdk.failure.DLQ_HEADERS` (the one
@@ -191,7 +197,7 @@ class FailurePath:
         self.telemetry: Telemetry | None = None
         self.dlq = dead_letter_sink(profile, dead_letter_producer_config)
 
-    def decode(self, message: Any) -> ConsumerRecord | None:
+    def decode(self, message: KafkaMessage) -> ConsumerRecord | None:
         """Decode; a poison pill is dead-lettered (returns None) or raised.
 
         Raises:
@@ -207,9 +213,9 @@ class FailurePath:
 
     def handle(
         self,
-        handler: Callable[[Any], Any],
-        arg: Any,
-        messages: list[Any],
+        handler: Callable[[A], object],
+        arg: A,
+        messages: list[KafkaMessage],
         first: Exception | None = None,
     ) -> None:
         """Run ``handler(arg)`` (a record or a batch) with retries; its result is ignored.
@@ -226,7 +232,7 @@ class FailurePath:
             KafkaClientError: The dead-letter records were not acknowledged.
         """
 
-        def call(value: Any) -> None:
+        def call(value: A) -> None:
             handler(value)
 
         try:
@@ -245,7 +251,9 @@ class FailurePath:
         if self.telemetry is not None:
             self.telemetry.retry("handler")
 
-    def _fail(self, error: SdkError, messages: list[Any], *, attempts: int, stage: str) -> None:
+    def _fail(
+        self, error: SdkError, messages: list[KafkaMessage], *, attempts: int, stage: str
+    ) -> None:
         if self.policy.on_failure == "stop" or self.dlq is None:
             _log.error("stopping: %s", error)
             raise error

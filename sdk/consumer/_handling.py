@@ -9,9 +9,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
-from sdk._client import ConsumerClient
+from sdk._client import ConsumerClient, KafkaMessage
 from sdk.consumer._commits import OffsetKeeper
 from sdk.consumer._failure import FailurePath
 from sdk.consumer._records import ConsumerRecord
@@ -43,7 +42,10 @@ class HandlingLoop:
     _observed: Callable[[], Telemetry | None]
 
     def _handle_each(
-        self, handler: Callable[[ConsumerRecord], Any], messages: list[Any], ahead: int = 0
+        self,
+        handler: Callable[[ConsumerRecord], object],
+        messages: list[KafkaMessage],
+        ahead: int = 0,
     ) -> None:
         """Handle each record of a polled batch.
 
@@ -76,7 +78,10 @@ class HandlingLoop:
             self._done([message])  # stored per record: the commit timer sees every step
 
     def _handle_plain(
-        self, handler: Callable[[ConsumerRecord], Any], messages: list[Any], ahead: int = 0
+        self,
+        handler: Callable[[ConsumerRecord], object],
+        messages: list[KafkaMessage],
+        ahead: int = 0,
     ) -> None:
         """The hot loop without telemetry.
 
@@ -155,10 +160,10 @@ class HandlingLoop:
                 offsets.handled(client, messages[stored:done])  # type: ignore[arg-type]
 
     def _handle_batch(
-        self, handler: Callable[[list[ConsumerRecord]], Any], messages: list[Any]
+        self, handler: Callable[[list[ConsumerRecord]], object], messages: list[KafkaMessage]
     ) -> None:
         records: list[ConsumerRecord] = []
-        taken: list[Any] = []
+        taken: list[KafkaMessage] = []
         for message in messages:
             record = self._failure.decoder.try_decode(message)
             if record is not None:
@@ -180,7 +185,7 @@ class HandlingLoop:
                     self._failure.handle(handler, records, taken)
             self._done(taken)
 
-    def _done(self, messages: list[Any]) -> None:
+    def _done(self, messages: list[KafkaMessage]) -> None:
         """The records are handled or dead-lettered: store their offsets (at_least_once)."""
         self._in_flight -= len(messages)
         if self._client is not None:

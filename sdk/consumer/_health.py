@@ -5,9 +5,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
-from sdk._client import ConsumerClient, call_kafka, consume_ready
+from confluent_kafka import KafkaError, TopicPartition
+
+from sdk._client import ConsumerClient, KafkaMessage, call_kafka, consume_ready
 from sdk.consumer._records import ConsumerStats
 from sdk.errors import (
     AuthenticationError,
@@ -43,7 +45,7 @@ class ClientHealth:
         self._auth_failure: AuthenticationError | None = None
         self._fatal: BaseException | None = None
 
-    def on_error(self, kafka_error: Any) -> None:
+    def on_error(self, kafka_error: KafkaError) -> None:
         """The client's ``error_cb``: remember the error; a fatal one is raised by the loop."""
         error = from_kafka_error(kafka_error, context="consumer")
         self._last_error = error
@@ -92,7 +94,7 @@ def poll_records(
     health: ClientHealth,
     stats: ConsumerStats,
     topics: Sequence[str],
-) -> list[Any]:
+) -> list[KafkaMessage]:
     """One ``consume()``: the records, with error events translated (every consuming front end).
 
     Partition EOF events are skipped; other non-fatal events are noted and logged.
@@ -123,12 +125,22 @@ def poll_records(
     return out
 
 
+class RebalanceHandlers(Protocol):
+    """A front end's rebalance callbacks, each ``(consumer, partitions)``."""
+
+    def _on_assign(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None: ...
+
+    def _on_revoke(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None: ...
+
+    def _on_lost(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None: ...
+
+
 def subscribed_client(
     factory: Callable[[dict[str, Any]], ConsumerClient] | None,
     config: dict[str, Any],
     topics: Sequence[str],
     health: ClientHealth,
-    callbacks: Any,
+    callbacks: RebalanceHandlers,
 ) -> ConsumerClient:
     """Create the consumer client (``confluent_kafka.Consumer`` by default) and subscribe.
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from sdk.lifecycle import Lifecycle
 from sdk.records import ConsumerRecord
@@ -20,7 +20,7 @@ __all__ = [
 class RecordHandler(Protocol):
     """Handle one record; raising counts as a failure (retried, then DLQ or stop)."""
 
-    def __call__(self, record: ConsumerRecord, /) -> Any:
+    def __call__(self, record: ConsumerRecord, /) -> object:
         """Handle ``record``; the return value is ignored."""
         ...
 
@@ -28,7 +28,7 @@ class RecordHandler(Protocol):
 class BatchRecordHandler(Protocol):
     """Handle a batch of records at once (up to ``profile.batch_size``)."""
 
-    def __call__(self, records: list[ConsumerRecord], /) -> Any:
+    def __call__(self, records: list[ConsumerRecord], /) -> object:
         """Handle ``records`` in order; the return value is ignored."""
         ...
 
