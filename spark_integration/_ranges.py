@@ -7,6 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from confluent_kafka import KafkaError, TopicPartition
+
 from sdk._client import ConsumerClient, admin_client, translating
 from sdk._client import admin_config as sdk_admin_config
 from sdk._deprecation import warn_renamed
@@ -103,7 +105,7 @@ _COORDINATOR_CODES = (
 
 
 def fetch_committed(
-    client: ConsumerClient, partitions: list[Any], timeout_s: float, context: str
+    client: ConsumerClient, partitions: list[TopicPartition], timeout_s: float, context: str
 ) -> Any:
     """``client.committed(partitions)``, retried while the group coordinator is not ready.
 
@@ -115,8 +117,6 @@ def fetch_committed(
     Raises:
         KafkaClientError: Another error, or the coordinator did not answer in time.
     """
-    from confluent_kafka import KafkaError
-
     codes = {getattr(KafkaError, name) for name in _COORDINATOR_CODES if hasattr(KafkaError, name)}
     deadline = time.monotonic() + timeout_s
     wait = 0.1

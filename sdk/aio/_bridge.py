@@ -16,6 +16,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from sdk._client import KafkaMessage
 from sdk._signals import loop_sigterm_stops
 
 __all__ = ["HandlerCancelled", "HandlersAhead", "LoopBridge"]
@@ -144,7 +145,7 @@ class HandlersAhead:
         self._stopped = stopped
         self._ahead: collections.deque[tuple[Any, int, Any]] = collections.deque()
 
-    def run(self, messages: list[Any]) -> int:
+    def run(self, messages: list[KafkaMessage]) -> int:
         """In the worker, before the core handles ``messages``: one crossing for all.
 
         Returns:

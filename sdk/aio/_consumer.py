@@ -23,6 +23,7 @@ import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
+from sdk._client import KafkaMessage
 from sdk._deprecation import renamed
 from sdk.aio._bridge import HandlersAhead, LoopBridge
 from sdk.consumer import Consumer, ConsumerRecord, ConsumerState, ConsumerStats
@@ -133,7 +134,7 @@ class AsyncConsumer:
             stopped=sync._stop.is_set,
         )
 
-        def before_handle(messages: list[Any]) -> int:
+        def before_handle(messages: list[KafkaMessage]) -> int:
             if sync._observed() is None:
                 return ahead.run(messages)
             ahead.skip()  # traced: each record crosses on its own, so its span times it

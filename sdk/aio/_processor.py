@@ -23,6 +23,7 @@ import functools
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
+from sdk._client import KafkaMessage
 from sdk._deprecation import moved, renamed
 from sdk.aio._bridge import HandlersAhead, LoopBridge
 from sdk.consumer import ConsumerRecord
@@ -176,7 +177,7 @@ class AsyncProcessor:
             self._worker.shutdown(wait=False)
             self._finished.set()
 
-    def _run_ahead(self, msgs: list[Any]) -> None:
+    def _run_ahead(self, msgs: list[KafkaMessage]) -> None:
         """In the worker, before the core handles a polled batch: one crossing for all of it.
 
         With tracing on, each record crosses on its own, so its ``process`` span times the

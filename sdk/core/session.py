@@ -32,6 +32,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, overload
 
+from confluent_kafka import TopicPartition
+
 from sdk.errors import (
     AmbiguousTransactionError,
     ConfigurationError,
@@ -218,7 +220,9 @@ class TransactionSession:
         """
         self.output.flush(context, timeout)
 
-    def send_offsets(self, offsets: Sequence[Any], group_metadata: Any, timeout: float) -> None:
+    def send_offsets(
+        self, offsets: Sequence[TopicPartition], group_metadata: Any, timeout: float
+    ) -> None:
         """Step 1: the input positions join the open transaction, bounded (librdkafka #5456).
 
         Raises:
@@ -237,7 +241,7 @@ class TransactionSession:
         self.output.commit(timeout)
         self.failures_in_a_row = 0
 
-    def commit(self, offsets: Sequence[Any], group_metadata: Any) -> None:
+    def commit(self, offsets: Sequence[TopicPartition], group_metadata: Any) -> None:
         """Commit the open transaction in the numbered steps of the module docstring.
 
         Args:

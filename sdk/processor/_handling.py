@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import Any
 
+from sdk._client import KafkaMessage
 from sdk.core.session import TransactionSession
 from sdk.errors import HandlerError, KafkaClientError
 from sdk.failure import HandlerRunner, dead_letter
@@ -162,7 +163,7 @@ class HandlingLoop:
         except HandlerError as exc:
             return self._handler_failed(exc, [record.raw])
 
-    def _handler_failed(self, exc: HandlerError, msgs: list[Any]) -> list[OutputRecord]:
+    def _handler_failed(self, exc: HandlerError, msgs: list[KafkaMessage]) -> list[OutputRecord]:
         """Every attempt failed: the dead-letter outputs, or stop (commit/abort, then raise).
 
         Raises:
@@ -188,7 +189,7 @@ class HandlingLoop:
         return outputs
 
     def _handle_unit(
-        self, arg: Any, fn: Callable[[Any], Iterable[OutputRecord]], msgs: list[Any]
+        self, arg: Any, fn: Callable[[Any], Iterable[OutputRecord]], msgs: list[KafkaMessage]
     ) -> bool:
         """Handle one record (or batch); return False if the transaction was rewound."""
         if self.guarantee is _EOS:
@@ -219,7 +220,7 @@ class HandlingLoop:
             self._txn.span.add_input(len(msgs))
         return True
 
-    def _process_span(self, arg: Any, msgs: list[Any]) -> AbstractContextManager[Any]:
+    def _process_span(self, arg: Any, msgs: list[KafkaMessage]) -> AbstractContextManager[Any]:
         """``process <topic>`` per record, or one span per batch linking every record."""
         tx = self._txn.span
         if isinstance(arg, list):

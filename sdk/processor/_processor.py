@@ -503,7 +503,7 @@ class Processor(HandlingLoop):
         )
 
     # ---------------------------------------------------------------- rebalance callbacks
-    def _on_assign(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
+    def _on_assign(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None:
         self._member = member_id(consumer)  # at_most_once: handle only as this member
         if self.guarantee is Guarantee.AT_MOST_ONCE:  # nothing below the committed offset
             self._handled_marks.assigned(partitions)
@@ -511,7 +511,7 @@ class Processor(HandlingLoop):
         self._tel.rebalance("assigned", len(partitions))
         self._progress.rebalanced("assigned", partitions)
 
-    def _on_revoke(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
+    def _on_revoke(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None:
         """Commit (or abort and rewind) the in-flight work before the partitions go."""
         self.stats.revoked += 1
         self._tel.rebalance("revoked", len(partitions))
@@ -523,7 +523,7 @@ class Processor(HandlingLoop):
         self._reset_pending()
         self._progress.rebalanced("revoked", partitions)
 
-    def _on_lost(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
+    def _on_lost(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None:
         """Partitions were lost (session expired): another member may own them; abort."""
         self.stats.lost += 1
         self._tel.rebalance("lost", len(partitions))

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+from confluent_kafka import TopicPartition
+
 __all__ = ["Progress", "ProgressTracker"]
 
 _log = logging.getLogger("sdk.processor")
@@ -61,7 +63,7 @@ class ProgressTracker:
         self.assignment: set[tuple[str, int]] = set()
         self.committed: dict[tuple[str, int], int] = {}
 
-    def rebalanced(self, event: ProgressEvent, partitions: Iterable[Any]) -> None:
+    def rebalanced(self, event: ProgressEvent, partitions: Iterable[TopicPartition]) -> None:
         """Partitions were assigned, revoked or lost (``TopicPartition`` objects)."""
         keys = {(tp.topic, tp.partition) for tp in partitions}
         if event == "assigned":

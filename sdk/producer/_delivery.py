@@ -17,6 +17,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
+from sdk._client import KafkaMessage
 from sdk.errors import DeliveryError, KafkaClientError, from_kafka_error
 from sdk.observability import Telemetry
 from sdk.partitioners import PartitionRouter
@@ -107,7 +108,7 @@ class DeliveryLedger:
         return error
 
     # ------------------------------------------------------------------ for send_batch
-    def on_batch_delivery(self, err: Any, msg: Any) -> None:
+    def on_batch_delivery(self, err: Any, msg: KafkaMessage) -> None:
         """The one delivery callback of records without a handle (send_batch, outputs)."""
         if err is None:
             self._hot.delivered += 1
@@ -161,7 +162,7 @@ class TimedHandle(DeliveryHandle):
     __slots__ = ("_t0",)
     _t0: float
 
-    def _deliver(self, err: Any, msg: Any) -> None:
+    def _deliver(self, err: Any, msg: KafkaMessage) -> None:
         if err is None:
             self._state = msg
             self._owner._delivered(self)

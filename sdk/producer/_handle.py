@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from sdk._client import KafkaMessage
+
 __all__ = ["HandleCore", "HotPath", "new_handle"]
 
 
@@ -54,7 +56,7 @@ class HandleCore:
     _value: Any
     _key: Any
 
-    def _deliver(self, err: Any, msg: Any) -> None:
+    def _deliver(self, err: Any, msg: KafkaMessage) -> None:
         """The librdkafka delivery callback of this record."""
         owner = self._owner
         if owner is None:

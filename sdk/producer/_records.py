@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
+from sdk._client import KafkaMessage
 from sdk._deprecation import renamed
 from sdk.errors import KafkaClientError, KafkaTimeoutError
 from sdk.producer._handle import HandleCore
@@ -138,7 +139,7 @@ class ListedHandle(DeliveryHandle):
 
     __slots__ = ()
 
-    def _deliver(self, err: Any, msg: Any) -> None:
+    def _deliver(self, err: Any, msg: KafkaMessage) -> None:
         DeliveryHandle._deliver(self, err, msg)  # counts, on_delivery, or the failure
         if err is None:  # then keep where it landed, not the message
             self._state = (msg.partition(), msg.offset(), msg.timestamp()[1])

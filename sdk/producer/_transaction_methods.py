@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from confluent_kafka import TopicPartition
+
 from sdk._deprecation import renamed_default
 from sdk.errors import SdkError, TransactionError
 from sdk.observability import Telemetry
@@ -91,7 +93,7 @@ def begin_transaction(self: Producer) -> None:
 
 def send_offsets_to_transaction(
     self: Producer,
-    offsets: Sequence[Any],
+    offsets: Sequence[TopicPartition],
     group_metadata: Any,
     timeout_s: float = 30.0,
     *,

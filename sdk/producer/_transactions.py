@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from confluent_kafka import TopicPartition
+
 from sdk._client import ProducerClient, call_kafka, positional_produce, timeout_error, translating
 from sdk.errors import (
     ConfigurationError,
@@ -203,7 +205,9 @@ class TransactionalOutput:
         if self.telemetry is not None:
             self.span = self.telemetry.start_transaction(self.transactional_id)
 
-    def send_offsets(self, offsets: Sequence[Any], group_metadata: Any, timeout: float) -> None:
+    def send_offsets(
+        self, offsets: Sequence[TopicPartition], group_metadata: Any, timeout: float
+    ) -> None:
         """Commit step 1: the input positions join the open transaction, bounded.
 
         Bounded because librdkafka can ignore the call's timeout (see :func:`bounded`).

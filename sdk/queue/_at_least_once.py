@@ -20,6 +20,7 @@ from typing import Any
 
 from confluent_kafka import AcknowledgeType
 
+from sdk._client import KafkaMessage, ShareConsumerClient
 from sdk.consumer.engine import DeadLetterSink, RecordDecoder
 from sdk.errors import HandlerError, KafkaClientError, SdkError, SerializationError
 from sdk.failure import HandlerRunner
@@ -33,7 +34,7 @@ __all__ = ["LOCK_BUDGET", "STOP_EVERY_S", "AtLeastOnceHandling"]
 _ACCEPT, _RELEASE, _REJECT = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT
 
 # runs an iterator to its end, keeping nothing
-_consume: Callable[[Iterable[Any]], None] = deque(maxlen=0).extend
+_consume: Callable[[Iterable[object]], None] = deque[object](maxlen=0).extend
 
 LOCK_BUDGET = 0.8
 """at_least_once: records of a poll not started within this share of the record lock are
@@ -65,19 +66,19 @@ class AtLeastOnceHandling:
     _polled_at: float
     _lock_ms: int
     _spare: int
-    _decode: Callable[[Any], ConsumerRecord | SerializationError]
-    _call: Callable[[Callable[[Any], Any], ConsumerRecord, Any], None]
-    _check_slow: Callable[[Any], None]
+    _decode: Callable[[KafkaMessage], ConsumerRecord | SerializationError]
+    _call: Callable[[Callable[[Any], object], ConsumerRecord, KafkaMessage], None]
+    _check_slow: Callable[[KafkaMessage], None]
     _over_budget: Callable[[int], None]
     _count_retry: Callable[[], None]
 
     def _each_at_least_once(
         self,
-        client: Any,
-        handler: Callable[[Any], Any],
-        msgs: list[Any],
+        client: ShareConsumerClient,
+        handler: Callable[[Any], object],
+        msgs: list[KafkaMessage],
         pending: Outstanding,
-        ack: Callable[[int, Any], None],
+        ack: Callable[[int, AcknowledgeType], None],
     ) -> None:
         """The per-record hot loop: handle, then ACCEPT; a failure goes to :meth:`_failed`.
 
@@ -184,7 +185,10 @@ class AtLeastOnceHandling:
                 self._over_budget(over)
 
     def _batch_at_least_once(
-        self, handler: Callable[[Any], Any], msgs: list[Any], ack: Callable[[int, Any], None]
+        self,
+        handler: Callable[[Any], object],
+        msgs: list[KafkaMessage],
+        ack: Callable[[int, AcknowledgeType], None],
     ) -> None:
         records, taken = [], []
         for i, msg in enumerate(msgs):
@@ -210,9 +214,9 @@ class AtLeastOnceHandling:
     def _failed(
         self,
         exc: Exception,
-        msgs: list[Any],
+        msgs: list[KafkaMessage],
         idx: list[int],
-        ack: Callable[[int, Any], None],
+        ack: Callable[[int, AcknowledgeType], None],
         arg: Any,
     ) -> None:
         deliveries = max(m.delivery_count() or 1 for m in msgs)
@@ -231,9 +235,9 @@ class AtLeastOnceHandling:
 
     def _give_up(
         self,
-        msgs: list[Any],
+        msgs: list[KafkaMessage],
         idx: list[int],
-        ack: Callable[[int, Any], None],
+        ack: Callable[[int, AcknowledgeType], None],
         error: SdkError,
         attempts: int,
         stage: str,

@@ -15,6 +15,7 @@ from typing import Any
 
 from confluent_kafka import AcknowledgeType
 
+from sdk._client import KafkaMessage, ShareConsumerClient
 from sdk.consumer.engine import DeadLetterSink
 from sdk.errors import HandlerError, SdkError, SerializationError
 from sdk.failure import HandlerRunner
@@ -38,14 +39,14 @@ class AtMostOnceHandling:
     _dlq: DeadLetterSink | None
     _tel: Telemetry | None
     _stop: threading.Event
-    _commit: Callable[[Any, str], set[tuple[str, int]]]
-    _decode: Callable[[Any], ConsumerRecord | SerializationError]
+    _commit: Callable[[ShareConsumerClient, str], set[tuple[str, int]]]
+    _decode: Callable[[KafkaMessage], ConsumerRecord | SerializationError]
 
     def _handle_at_most_once(
         self,
-        client: Any,
-        handler: Callable[[Any], Any],
-        msgs: list[Any],
+        client: ShareConsumerClient,
+        handler: Callable[[Any], object],
+        msgs: list[KafkaMessage],
         pending: Outstanding,
         batch: bool,
     ) -> None:
@@ -72,7 +73,9 @@ class AtMostOnceHandling:
         finally:
             self.stats.abandoned += len(keep) - done  # accepted, never handled: lost
 
-    def _accept_first(self, client: Any, msgs: list[Any]) -> list[Any]:
+    def _accept_first(
+        self, client: ShareConsumerClient, msgs: list[KafkaMessage]
+    ) -> list[KafkaMessage]:
         """ACCEPT every record of a poll and commit that; return the records the broker took.
 
         Records of a partition whose acknowledgement the broker refused are not handed out
@@ -89,13 +92,15 @@ class AtMostOnceHandling:
         self.stats.accepted += len(keep)
         return keep
 
-    def _amo_call(self, handler: Callable[[Any], Any], arg: Any, msgs: list[Any]) -> None:
+    def _amo_call(
+        self, handler: Callable[[Any], object], arg: Any, msgs: list[KafkaMessage]
+    ) -> None:
         try:
             self._runner.run(lambda a: (handler(a), None)[1], arg)
         except HandlerError as exc:
             self._dead_letter_accepted(msgs, exc, exc.attempts, "handler")
 
-    def _decode_or_dead_letter(self, msg: Any) -> ConsumerRecord | None:
+    def _decode_or_dead_letter(self, msg: KafkaMessage) -> ConsumerRecord | None:
         record = self._decode(msg)
         if isinstance(record, SerializationError):
             self._dead_letter_accepted([msg], record, 0, "deserialize")
@@ -103,7 +108,7 @@ class AtMostOnceHandling:
         return record
 
     def _dead_letter_accepted(
-        self, msgs: list[Any], error: SdkError, attempts: int, stage: str
+        self, msgs: list[KafkaMessage], error: SdkError, attempts: int, stage: str
     ) -> None:
         if stage == "handler":
             self.stats.handler_failures += len(msgs)

@@ -23,14 +23,20 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from operator import countOf
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, cast
 
-from confluent_kafka import AcknowledgeType, KafkaError, Message, ShareConsumer
+from confluent_kafka import (
+    AcknowledgeType,
+    KafkaError,
+    KafkaException,
+    Message,
+    TopicPartition,
+)
 
-from sdk._client import translating
+from sdk._client import KafkaMessage, ShareConsumerClient, share_consumer, translating
 from sdk._deprecation import renamed
 from sdk._signals import sigterm_stops
 from sdk.consumer.engine import RecordDecoder, dead_letter_sink
@@ -55,9 +61,13 @@ from sdk.serialization import Deserializer
 
 __all__ = ["QueueConsumer"]
 
+T = TypeVar("T")
+
 _AMO = Guarantee.AT_MOST_ONCE
-_delivery_count = Message.delivery_count
-_error = Message.error
+# confluent-kafka's C methods, mapped over a poll with no Python frame per record; the messages
+# are confluent_kafka.Message, typed by what the SDK reads of them
+_delivery_count = cast("Callable[[KafkaMessage], int | None]", Message.delivery_count)
+_error = cast("Callable[[KafkaMessage], KafkaError | None]", Message.error)
 _ACCEPT, _RELEASE, _REJECT = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT
 _COMMIT_TIMEOUT_S = 30.0
 
@@ -91,7 +101,7 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         value_deserializer: str | Deserializer = "bytes",
         dead_letter_producer_config: Mapping[str, Any] | None = None,
         telemetry: Telemetry | Literal[False] | None = None,
-        consumer_factory: Callable[[dict[str, Any]], Any] = ShareConsumer,
+        consumer_factory: Callable[[dict[str, Any]], ShareConsumerClient] = share_consumer,
     ) -> None:
         if isinstance(topics, str) or not topics or not all(topics):
             raise ConfigurationError("topics: give a non-empty list of topic names", field="topics")
@@ -107,7 +117,7 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         )
         self._factory = consumer_factory
         self._lock_ms = profile.record_lock_duration_ms or 30_000
-        self._client: Any = None
+        self._client: ShareConsumerClient | None = None
         self._closed = False
         self._stop = threading.Event()
         self._polled_at = 0.0
@@ -142,7 +152,7 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
             if self._dlq is not None:
                 self._dlq.close()
 
-    def _open(self) -> Any:
+    def _open(self) -> ShareConsumerClient:
         if self._closed:
             raise ClosedError("QueueConsumer used after close()")
         if self._client is None:
@@ -163,7 +173,7 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
     # ------------------------------------------------------------------ running
     def run(
         self,
-        handler: Callable[[ConsumerRecord], Any],
+        handler: Callable[[ConsumerRecord], object],
         *,
         max_records: int | None = None,
         idle_timeout_s: float | None = None,
@@ -201,7 +211,7 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
 
     def run_batch(
         self,
-        handler: Callable[[list[ConsumerRecord]], Any],
+        handler: Callable[[list[ConsumerRecord]], object],
         *,
         max_records: int | None = None,
         idle_timeout_s: float | None = None,
@@ -231,7 +241,7 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
 
     def _run(
         self,
-        handler: Callable[[Any], Any],
+        handler: Callable[[Any], object],
         batch: bool,
         max_records: int | None,
         idle_s: float | None,
@@ -257,7 +267,7 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         return self.stats
 
     @contextmanager
-    def _running(self) -> Iterator[Any]:
+    def _running(self) -> Iterator[ShareConsumerClient]:
         client = self._open()
         self._stop.clear()
         try:
@@ -269,7 +279,7 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
             except SdkError as exc:
                 self.stats.note(f"{exc}", logging.WARNING)
 
-    def _poll(self, client: Any) -> list[Any]:
+    def _poll(self, client: ShareConsumerClient) -> list[KafkaMessage]:
         polled = _seam(lambda: client.poll(self.profile.poll_timeout_ms / 1000.0), "poll")
         # confluent-kafka 2.16 returns Messages, a read-only sequence over a list, whose
         # records() copies that list. What follows wants a list (handle_run indexes it)
@@ -278,7 +288,7 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         # with no Python bytecode per record (a list comprehension would run some per record);
         # any(), not a count of None: KafkaError's == raises when compared with None
         if not any(map(_error, messages)):
-            out: list[Any] = messages
+            out: list[KafkaMessage] = messages
         else:
             out = []
             for m in messages:
@@ -305,7 +315,11 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         return out
 
     def _handle(
-        self, client: Any, handler: Callable[[Any], Any], msgs: list[Any], batch: bool
+        self,
+        client: ShareConsumerClient,
+        handler: Callable[[Any], object],
+        msgs: list[KafkaMessage],
+        batch: bool,
     ) -> None:
         """Handle one poll's records; every one of them leaves acknowledged, even on error."""
         pending = Outstanding(len(msgs))  # not yet acknowledged, by index
@@ -322,9 +336,9 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
                 ack(i, _RELEASE)
 
     def _acker(
-        self, client: Any, msgs: list[Any], pending: Outstanding
-    ) -> Callable[[int, Any], None]:
-        def ack(i: int, kind: Any) -> None:
+        self, client: ShareConsumerClient, msgs: list[KafkaMessage], pending: Outstanding
+    ) -> Callable[[int, AcknowledgeType], None]:
+        def ack(i: int, kind: AcknowledgeType) -> None:
             if not pending.take(i):
                 return  # already acknowledged: the broker takes one acknowledgement
             client.acknowledge(msgs[i], kind)
@@ -338,7 +352,7 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         return ack
 
     # ------------------------------------------------------------------ helpers
-    def _decode(self, msg: Any) -> ConsumerRecord | SerializationError:
+    def _decode(self, msg: KafkaMessage) -> ConsumerRecord | SerializationError:
         """The record, or the error of a record that cannot be deserialized (counted)."""
         try:
             return self._decoder.decode(msg)
@@ -346,7 +360,9 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
             self.stats.deserialization_failures += 1
             return exc
 
-    def _call(self, handler: Callable[[Any], Any], record: ConsumerRecord, msg: Any) -> None:
+    def _call(
+        self, handler: Callable[[Any], object], record: ConsumerRecord, msg: KafkaMessage
+    ) -> None:
         tel = self._tel
         if tel is None or not tel.tracing_enabled():
             handler(record)
@@ -361,7 +377,7 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         ):
             handler(record)
 
-    def _check_slow(self, msg: Any) -> None:
+    def _check_slow(self, msg: KafkaMessage) -> None:
         """Warn when a record is acknowledged after its lock may have expired.
 
         The records of one poll are acquired together, so the time counts from the poll: a
@@ -395,7 +411,7 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         if self._tel is not None:
             self._tel.retry("handler")
 
-    def _commit(self, client: Any, context: str) -> set[tuple[str, int]]:
+    def _commit(self, client: ShareConsumerClient, context: str) -> set[tuple[str, int]]:
         """Commit the acknowledgements; return the partitions whose commit was refused."""
         result = _seam(lambda: client.commit_sync(_COMMIT_TIMEOUT_S), context)
         refused = {(tp.topic, tp.partition) for tp, err in (result or {}).items() if err}
@@ -405,7 +421,9 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
             self.stats.note(f"{context}: {topic}[{partition}] refused: {err}", logging.WARNING)
         return refused
 
-    def _on_ack_commit(self, offsets: Mapping[Any, set[int]], exc: Any) -> None:
+    def _on_ack_commit(
+        self, offsets: Mapping[TopicPartition, set[int]], exc: KafkaException | None
+    ) -> None:
         if exc is None:
             return
         n = sum(len(v) for v in offsets.values())
@@ -419,14 +437,14 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
             self._tel.safeguard("ack_failed", detail)
 
 
-def _as_list(polled: Any) -> list[Any]:
+def _as_list(polled: Iterable[KafkaMessage]) -> list[KafkaMessage]:
     """A poll's messages as a list: ``Messages.records()`` (a copy of its list), else ``list()``."""
     records = getattr(polled, "records", None)
     out = records() if callable(records) else None
     return out if type(out) is list else list(polled)
 
 
-def _seam(call: Callable[[], Any], context: str) -> Any:
+def _seam(call: Callable[[], T], context: str) -> T:
     """One share-consumer call through the error seam (a broker without share groups named)."""
     try:
         with translating(context):

@@ -24,10 +24,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from typing import Any, Literal
+from typing import Literal
 
 from confluent_kafka import AcknowledgeType
 
+from sdk._client import KafkaMessage, ShareConsumerClient
 from sdk._deprecation import renamed
 from sdk._signals import sigterm_stops
 from sdk.errors import AcknowledgementError, ConfigurationError, SerializationError
@@ -47,7 +48,7 @@ _Key = tuple[str, int, int]
 _AUTO_RELEASED = "released unacknowledged"
 
 
-def _key(msg: Any) -> _Key:
+def _key(msg: KafkaMessage) -> _Key:
     return (msg.topic(), msg.partition(), msg.offset())
 
 
@@ -66,18 +67,18 @@ class ManualAcknowledgement:
     stats: QueueStats
     _stop: threading.Event
     stop: Callable[[], None]
-    _running: Callable[[], AbstractContextManager[Any]]
-    _poll: Callable[[Any], list[Any]]
-    _decode: Callable[[Any], ConsumerRecord | SerializationError]
-    _check_slow: Callable[[Any], None]
-    _accept_first: Callable[[Any, list[Any]], list[Any]]
-    _decode_or_dead_letter: Callable[[Any], ConsumerRecord | None]
+    _running: Callable[[], AbstractContextManager[ShareConsumerClient]]
+    _poll: Callable[[ShareConsumerClient], list[KafkaMessage]]
+    _decode: Callable[[KafkaMessage], ConsumerRecord | SerializationError]
+    _check_slow: Callable[[KafkaMessage], None]
+    _accept_first: Callable[[ShareConsumerClient, list[KafkaMessage]], list[KafkaMessage]]
+    _decode_or_dead_letter: Callable[[KafkaMessage], ConsumerRecord | None]
     _give_up: Callable[..., None]
 
     # set on first use (QueueConsumer.__init__ need not know about them)
-    _in_flight: dict[_Key, Any]
+    _in_flight: dict[_Key, KafkaMessage]
     _settled: dict[_Key, str]
-    _ack_client: Any
+    _ack_client: ShareConsumerClient | None
 
     def records(
         self,
@@ -133,7 +134,9 @@ class ManualAcknowledgement:
                 self._release_unacknowledged()
                 self._ack_client = None
 
-    def _hand_out(self, client: Any, msgs: list[Any]) -> Iterator[ConsumerRecord]:
+    def _hand_out(
+        self, client: ShareConsumerClient, msgs: list[KafkaMessage]
+    ) -> Iterator[ConsumerRecord]:
         if self.guarantee is Guarantee.AT_MOST_ONCE:
             keep = self._accept_first(client, msgs)
             self._settled = dict.fromkeys(map(_key, keep), "accept")
@@ -226,10 +229,12 @@ class ManualAcknowledgement:
             record=record,
         )
 
-    def _settle(self, msg: Any, kind: Any, settled: str = "release") -> None:
+    def _settle(self, msg: KafkaMessage, kind: AcknowledgeType, settled: str = "release") -> None:
         key = _key(msg)
         self._in_flight.pop(key, None)
-        self._ack_client.acknowledge(msg, kind)
+        client = self._ack_client
+        assert client is not None  # records() holds it while it hands records out
+        client.acknowledge(msg, kind)
         if kind is AcknowledgeType.ACCEPT:
             self._check_slow(msg)  # acknowledged after its lock: maybe a duplicate
             self.stats.accepted += 1

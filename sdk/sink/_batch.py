@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from sdk._client import KafkaMessage
 from sdk.consumer.engine import FailurePath
 from sdk.errors import DatabaseUnavailableError, HandlerError
 from sdk.failure import HandlerRunner
@@ -61,7 +62,7 @@ class BatchBody:
         self,
         session: Session,
         handler: SinkHandler,
-        messages: list[Any],
+        messages: list[KafkaMessage],
         *,
         per_record: bool,
         restart: Callable[[], None],
@@ -105,7 +106,7 @@ class BatchBody:
         for message in messages:
             self._one(session, handler, message, per_record=per_record)
 
-    def _decode_all(self, messages: list[Any]) -> list[ConsumerRecord] | None:
+    def _decode_all(self, messages: list[KafkaMessage]) -> list[ConsumerRecord] | None:
         """Every record, or None if one of them cannot be deserialized (a poison pill)."""
         decoder = self.failure.decoder
         if decoder.raw:  # bytes in: a view over each message, no deserializer to fail
@@ -140,7 +141,7 @@ class BatchBody:
         return True
 
     def _one(
-        self, session: Session, handler: SinkHandler, message: Any, *, per_record: bool
+        self, session: Session, handler: SinkHandler, message: KafkaMessage, *, per_record: bool
     ) -> None:
         record = self.failure.decode(message)  # a poison pill is dead-lettered or raised
         if record is None:
