@@ -63,42 +63,52 @@ class AdminApi(Protocol):
         """Cluster metadata (of one topic, or of all)."""
         ...
 
-    def describe_cluster(self, **kwargs: Any) -> Future[DescribeClusterResult]:
+    def describe_cluster(
+        self, *, include_authorized_operations: bool = ..., request_timeout: float = ...
+    ) -> Future[DescribeClusterResult]:
         """The brokers, the controller and (if asked) the authorized operations."""
         ...
 
     def describe_topics(
-        self, topics: TopicCollection, **kwargs: Any
+        self,
+        topics: TopicCollection,
+        *,
+        include_authorized_operations: bool = ...,
+        request_timeout: float = ...,
     ) -> dict[str, Future[TopicDescription]]:
         """Partitions, replicas and (if asked) authorized operations, per topic."""
         ...
 
     def describe_configs(
-        self, resources: list[ConfigResource], **kwargs: Any
+        self, resources: list[ConfigResource], *, request_timeout: float = ...
     ) -> dict[ConfigResource, Future[dict[str, ConfigEntry]]]:
         """The configs of brokers, topics or groups."""
         ...
 
     def create_partitions(
-        self, new_partitions: list[NewPartitions], **kwargs: Any
+        self, new_partitions: list[NewPartitions], *, request_timeout: float = ...
     ) -> dict[str, Future[None]]:
         """Grow topics to a new partition count."""
         ...
 
     def incremental_alter_configs(
-        self, resources: list[ConfigResource], **kwargs: Any
+        self, resources: list[ConfigResource], *, request_timeout: float = ...
     ) -> dict[ConfigResource, Future[None]]:
         """Set or delete some configs of each resource, leaving the others as they are."""
         ...
 
     def describe_consumer_groups(
-        self, group_ids: list[str], **kwargs: Any
+        self,
+        group_ids: list[str],
+        *,
+        include_authorized_operations: bool = ...,
+        request_timeout: float = ...,
     ) -> dict[str, Future[ConsumerGroupDescription]]:
         """The members and assignments of consumer groups."""
         ...
 
     def describe_acls(
-        self, acl_binding_filter: AclBindingFilter, **kwargs: Any
+        self, acl_binding_filter: AclBindingFilter, *, request_timeout: float = ...
     ) -> Future[list[AclBinding]]:
         """The ACLs that match a filter."""
         ...
@@ -108,7 +118,7 @@ class AdminApi(Protocol):
         topic_partition_offsets: dict[TopicPartition, OffsetSpec],
         *,
         isolation_level: IsolationLevel = ...,
-        **kwargs: Any,
+        request_timeout: float = ...,
     ) -> dict[TopicPartition, Future[ListOffsetsResultInfo]]:
         """The earliest, latest or by-timestamp offset of each partition."""
         ...
@@ -117,7 +127,9 @@ class AdminApi(Protocol):
         self,
         election_type: ElectionType,
         partitions: list[TopicPartition] | None = None,
-        **kwargs: Any,
+        *,
+        request_timeout: float = ...,
+        operation_timeout: float = ...,
     ) -> Future[dict[TopicPartition, KafkaError | None]]:
         """Run a (preferred or unclean) leader election; per partition, its error if any."""
         ...

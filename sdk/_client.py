@@ -54,6 +54,7 @@ __all__ = [
     "AdminApi",
     "ConsumerClient",
     "DeliveryCallback",
+    "GroupMetadata",
     "KafkaMessage",
     "MessageHeaders",
     "ProducerClient",
@@ -73,6 +74,10 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+GroupMetadata: TypeAlias = object
+"""A consumer's ``consumer_group_metadata()``: opaque to the SDK, which hands it on as it is to
+``send_offsets_to_transaction`` (confluent-kafka's stubs say ``Any``)."""
 
 RebalanceCallback: TypeAlias = "Callable[[ConsumerClient, list[TopicPartition]], None]"
 """``on_assign`` / ``on_revoke`` / ``on_lost``: ``(consumer, partitions)``."""
@@ -94,7 +99,9 @@ class ProducerClient(Protocol):
         key: str | bytes | None = None,
         partition: int = -1,
         *,
-        on_delivery: DeliveryCallback | None = None,
+        # Any: confluent-kafka's callback gets a Message, whose stubs say Optional where the
+        # SDK's callbacks read a KafkaMessage (the same object)
+        on_delivery: Any = None,
         timestamp: int = 0,
         headers: MessageHeaders | None = None,
     ) -> None:
@@ -130,7 +137,7 @@ class ProducerClient(Protocol):
         ...
 
     def send_offsets_to_transaction(
-        self, positions: list[TopicPartition], group_metadata: Any, timeout: float = -1
+        self, positions: list[TopicPartition], group_metadata: GroupMetadata, timeout: float = -1
     ) -> None:
         """Add the consumer's positions to the open transaction."""
         ...
@@ -218,7 +225,7 @@ class ConsumerClient(Protocol):
         """Remove partitions from the assignment."""
         ...
 
-    def consumer_group_metadata(self) -> Any:
+    def consumer_group_metadata(self) -> GroupMetadata:
         """The group metadata that ``send_offsets_to_transaction`` needs."""
         ...
 
@@ -290,7 +297,7 @@ def share_consumer(config: dict[str, Any]) -> ShareConsumerClient:
     return cast(ShareConsumerClient, ShareConsumer(config))
 
 
-Produce = Callable[[str, "bytes | None", "bytes | None", int, Any], None]
+Produce = Callable[[str, "bytes | None", "bytes | None", int, "DeliveryCallback | None"], None]
 """``produce(topic, value, key, partition, on_delivery)``: see :func:`positional_produce`."""
 
 
@@ -316,7 +323,13 @@ def positional_produce(client: ProducerClient) -> Produce:
         return cast(Produce, client.produce)
     by_keyword = client.produce
 
-    def adapter(topic: str, value: Any, key: Any, partition: int, on_delivery: Any) -> None:
+    def adapter(
+        topic: str,
+        value: bytes | None,
+        key: bytes | None,
+        partition: int,
+        on_delivery: DeliveryCallback | None,
+    ) -> None:
         by_keyword(topic, value, key, partition, on_delivery=on_delivery)
 
     return adapter
@@ -330,18 +343,18 @@ def takes_all_positional(client_type: type) -> bool:
     return getattr(client_type, "produce", None) is Producer.produce
 
 
-def kafka_error(exc: BaseException) -> Any:
+def kafka_error(exc: BaseException) -> KafkaError | None:
     """The ``KafkaError`` a ``KafkaException`` carries (None if it carries none)."""
     return exc.args[0] if exc.args else None
 
 
-def _bare_kafka_error() -> Any:
+def _bare_kafka_error() -> KafkaError | None:
     """The bare ``KafkaError`` being raised (see the module docstring), or None."""
     value = sys.exc_info()[1]
     return value if isinstance(value, KafkaError) else None
 
 
-def timeout_error(reason: str) -> Any:
+def timeout_error(reason: str) -> KafkaError:
     """A ``KafkaError(_TIMED_OUT)`` for a timeout the SDK itself noticed (e.g. records left)."""
     return KafkaError(KafkaError._TIMED_OUT, reason)
 
@@ -370,7 +383,7 @@ def translating(
         KafkaClientError: The translated error, chained to the original.
     """
 
-    def translated(err: Any) -> KafkaClientError:
+    def translated(err: KafkaError | None) -> KafkaClientError:
         return from_kafka_error(
             err,
             context=context,

@@ -36,7 +36,10 @@ them. Errors that come from librdkafka keep the original ``KafkaError`` (see
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from confluent_kafka import KafkaError
 
 __all__ = [
     "RETRY_FOR_S",
@@ -150,7 +153,7 @@ class KafkaClientError(SdkError):
         self,
         message: str,
         *,
-        kafka_error: Any = None,
+        kafka_error: KafkaError | None = None,
         record: Any = None,
     ) -> None:
         super().__init__(message)
@@ -198,7 +201,7 @@ class DeliveryError(KafkaClientError):
         self,
         message: str,
         *,
-        kafka_error: Any = None,
+        kafka_error: KafkaError | None = None,
         record: Any = None,
         failures: list[KafkaClientError] | None = None,
     ) -> None:
@@ -221,7 +224,9 @@ class TransactionAbortableError(TransactionError):
     delivery failure (e.g. MSG_SIZE_TOO_LARGE) that librdkafka itself does not flag.
     """
 
-    def __init__(self, message: str, *, kafka_error: Any = None, record: Any = None) -> None:
+    def __init__(
+        self, message: str, *, kafka_error: KafkaError | None = None, record: Any = None
+    ) -> None:
         super().__init__(message, kafka_error=kafka_error, record=record)
         self.txn_requires_abort = True
 
@@ -287,7 +292,7 @@ class BrokerStartError(ClusterError):
     """A broker process exited during start or did not become ready in time."""
 
 
-def _call(obj: Any, name: str) -> Any:
+def _call(obj: object, name: str) -> Any:
     method = getattr(obj, name, None)
     return method() if callable(method) else None
 
@@ -298,7 +303,7 @@ attempts): a group coordinator loading ``__consumer_offsets`` after a broker bou
 COORDINATOR_LOAD_IN_PROGRESS for seconds, longer than five quick attempts last."""
 
 
-def is_transient(kafka_error: Any) -> bool:
+def is_transient(kafka_error: object) -> bool:
     """Whether retrying the same call may succeed.
 
     True for librdkafka's ``retriable()`` flag or a coordinator/timeout code, unless the error
@@ -330,7 +335,7 @@ def is_transient(kafka_error: Any) -> bool:
 
 
 def from_kafka_error(
-    kafka_error: Any,
+    kafka_error: KafkaError | None,
     *,
     context: str,
     record: Any = None,

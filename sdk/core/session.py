@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, overload
+from typing import Literal, overload
 
 from confluent_kafka import TopicPartition
 
+from sdk._client import GroupMetadata
 from sdk.errors import (
     AmbiguousTransactionError,
     ConfigurationError,
@@ -221,7 +222,7 @@ class TransactionSession:
         self.output.flush(context, timeout)
 
     def send_offsets(
-        self, offsets: Sequence[TopicPartition], group_metadata: Any, timeout: float
+        self, offsets: Sequence[TopicPartition], group_metadata: GroupMetadata, timeout: float
     ) -> None:
         """Step 1: the input positions join the open transaction, bounded (librdkafka #5456).
 
@@ -241,7 +242,7 @@ class TransactionSession:
         self.output.commit(timeout)
         self.failures_in_a_row = 0
 
-    def commit(self, offsets: Sequence[TopicPartition], group_metadata: Any) -> None:
+    def commit(self, offsets: Sequence[TopicPartition], group_metadata: GroupMetadata) -> None:
         """Commit the open transaction in the numbered steps of the module docstring.
 
         Args:

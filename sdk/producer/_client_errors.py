@@ -11,7 +11,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from sdk._client import translating
+from confluent_kafka import KafkaError
+
+from sdk._client import ProducerClient, translating
 from sdk.errors import (
     AuthenticationError,
     AuthorizationError,
@@ -46,8 +48,8 @@ class ClientErrors:
         self.auth_failure: AuthenticationError | None = None
 
     def create_client(
-        self, factory: Callable[[dict[str, Any]], Any] | None, config: dict[str, Any]
-    ) -> Any:
+        self, factory: Callable[[dict[str, Any]], ProducerClient] | None, config: dict[str, Any]
+    ) -> ProducerClient:
         """Create the confluent-kafka client with :meth:`on_error` as its ``error_cb``.
 
         Args:
@@ -69,7 +71,7 @@ class ClientErrors:
         except Exception as exc:  # KafkaException for a bad librdkafka key/value
             raise config_error(exc) from exc
 
-    def on_error(self, err: Any) -> None:
+    def on_error(self, err: KafkaError) -> None:
         """The client's ``error_cb``: translate, keep what must be raised later, log."""
         error = from_kafka_error(err, context="producer", transactional=self._transactional)
         if isinstance(error, AuthenticationError):
@@ -96,7 +98,7 @@ class ClientErrors:
         self.fatal = None
         self.auth_failure = None
 
-    def check_topic(self, client: Any, record: ProducerRecord, timeout: float) -> None:
+    def check_topic(self, client: ProducerClient, record: ProducerRecord, timeout: float) -> None:
         """Look the record's topic up, so that an unknown topic fails before it is queued.
 
         Args:

@@ -52,7 +52,7 @@ class ClientSlot:
 
     def __init__(
         self,
-        factory: Callable[[dict[str, Any]], Any] | None,
+        factory: Callable[[dict[str, Any]], ProducerClient] | None,
         config: dict[str, Any],
         *,
         errors: ClientErrors,
@@ -131,7 +131,7 @@ class ClientSlot:
             self.state = Lifecycle.NEW
         return client
 
-    def serve(self, timeout_s: float) -> Any:
+    def serve(self, timeout_s: float) -> int:
         """Serve callbacks while a handle waits (``DeliveryHandle.result``); errors translated."""
         client = self.client
         if client is None:

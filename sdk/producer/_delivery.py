@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
 
 from confluent_kafka import KafkaError
 
@@ -84,7 +83,7 @@ class DeliveryLedger:
         if callback is not None:
             callback(handle)
 
-    def on_failed(self, handle: DeliveryHandle, err: Any) -> KafkaClientError:
+    def on_failed(self, handle: DeliveryHandle, err: KafkaError) -> KafkaClientError:
         """A handle's record failed: translate, keep for ``flush()``, put it on the handle."""
         self.failed += 1
         error = from_kafka_error(
@@ -108,7 +107,7 @@ class DeliveryLedger:
         return error
 
     # ------------------------------------------------------------------ for send_batch
-    def on_batch_delivery(self, err: Any, msg: KafkaMessage) -> None:
+    def on_batch_delivery(self, err: KafkaError | None, msg: KafkaMessage) -> None:
         """The one delivery callback of records without a handle (send_batch, outputs)."""
         if err is None:
             self._hot.delivered += 1
@@ -162,7 +161,7 @@ class TimedHandle(DeliveryHandle):
     __slots__ = ("_t0",)
     _t0: float
 
-    def _deliver(self, err: Any, msg: KafkaMessage) -> None:
+    def _deliver(self, err: KafkaError | None, msg: KafkaMessage) -> None:
         if err is None:
             self._state = msg
             self._owner._delivered(self)

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sdk._client import takes_all_positional, translating
+from sdk._client import DeliveryCallback, ProducerClient, takes_all_positional, translating
 from sdk.errors import (
     KafkaClientError,
     KafkaTimeoutError,
@@ -82,7 +82,7 @@ class RecordPath:
         self._client_type: type | None = None  # the type _positional was found for
         self._positional = False
 
-    def produce(self, client: Any, record: ProducerRecord, callback: Any) -> None:
+    def produce(self, client: Any, record: ProducerRecord, callback: DeliveryCallback) -> None:
         """Queue one record with every step the fast path skips.
 
         Args:
@@ -137,7 +137,7 @@ class RecordPath:
             kwargs["timestamp"] = record.timestamp_ms
         self._produce_bounded(client, topic, value, kwargs, record)
 
-    def check_topic(self, client: Any, record: ProducerRecord) -> None:
+    def check_topic(self, client: ProducerClient, record: ProducerRecord) -> None:
         """Look the record's topic up once (``check_topics``), then remember it.
 
         Raises:
@@ -176,7 +176,12 @@ class RecordPath:
         return key, value
 
     def _produce_bounded(
-        self, client: Any, topic: str, value: bytes | None, kwargs: dict[str, Any], record: Any
+        self,
+        client: ProducerClient,
+        topic: str,
+        value: bytes | None,
+        kwargs: dict[str, Any],
+        record: ProducerRecord,
     ) -> None:
         in_transaction = self._in_transaction()
         deadline = 0.0

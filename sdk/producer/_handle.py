@@ -19,9 +19,14 @@ small object instead of producer attributes.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from sdk._client import KafkaMessage
+from sdk._client import KafkaMessage, Produce
+
+if TYPE_CHECKING:
+    from confluent_kafka import KafkaError
+
+    from sdk.producer._records import _Owner
 
 __all__ = ["HandleCore", "HotPath", "new_handle"]
 
@@ -37,7 +42,7 @@ class HotPath:
     __slots__ = ("callback", "delivered", "known", "produce")
 
     def __init__(self, known: set[str], callback: Any = None) -> None:
-        self.produce: Any = None
+        self.produce: Produce | None = None
         """The client's ``produce`` while ``send()``'s fast path may be taken, else None."""
         self.known = known
         self.callback = callback
@@ -49,14 +54,14 @@ class HandleCore:
     """The core of a delivery handle: its slots and its delivery callback."""
 
     __slots__ = ("_key", "_owner", "_record", "_state", "_topic", "_value")
-    _owner: Any
+    _owner: Any  # the _Owner (sdk.producer._records) until resolved, then None
     _state: Any
     _record: Any
     _topic: str  # with _value and _key: the record's parts while _record is None
     _value: Any
     _key: Any
 
-    def _deliver(self, err: Any, msg: KafkaMessage) -> None:
+    def _deliver(self, err: KafkaError | None, msg: KafkaMessage) -> None:
         """The librdkafka delivery callback of this record."""
         owner = self._owner
         if owner is None:
@@ -85,7 +90,7 @@ _new = object.__new__
 H = TypeVar("H", bound=HandleCore)
 
 
-def new_handle(cls: type[H], owner: Any, topic: Any, value: Any, key: Any) -> H:
+def new_handle(cls: type[H], owner: _Owner, topic: Any, value: Any, key: Any) -> H:
     """A pending handle of ``cls`` without ``__init__``: its record is built when asked for."""
     handle = _new(cls)
     handle._owner = owner

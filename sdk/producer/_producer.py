@@ -17,6 +17,8 @@ from contextlib import suppress
 from types import EllipsisType, TracebackType
 from typing import Any, Literal
 
+from confluent_kafka import KafkaError
+
 from sdk._client import ProducerClient
 from sdk._deprecation import renamed, renamed_default, warn_renamed
 from sdk.errors import ConfigurationError, KafkaClientError, SdkError
@@ -93,8 +95,8 @@ class Producer:
     # what a handle reports to (sdk.producer._records._Owner): the ledger's callbacks, bound
     # once in __init__ so that a delivery costs no extra call
     _delivered: Callable[[DeliveryHandle], None]
-    _failed: Callable[[DeliveryHandle, Any], KafkaClientError]
-    _poll: Callable[[float], Any]  # serves callbacks while a handle waits (ClientSlot.serve)
+    _failed: Callable[[DeliveryHandle, KafkaError], KafkaClientError]
+    _poll: Callable[[float], int]  # serves callbacks while a handle waits (ClientSlot.serve)
 
     def __init__(
         self,
@@ -110,7 +112,7 @@ class Producer:
         partition_refresh_s: float = 30.0,
         on_delivery: Callable[[DeliveryHandle], None] | None = None,
         telemetry: Telemetry | Literal[False] | None = None,
-        client_factory: Callable[[dict[str, Any]], Any] | None = None,
+        client_factory: Callable[[dict[str, Any]], ProducerClient] | None = None,
         queue_full_timeout: float | None = None,
         metadata_timeout: float | None = None,
     ) -> None:

@@ -7,10 +7,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
+from confluent_kafka import KafkaError
+
 from sdk._client import KafkaMessage
 from sdk._deprecation import renamed
 from sdk.errors import KafkaClientError, KafkaTimeoutError
-from sdk.producer._handle import HandleCore
+from sdk.producer._handle import HandleCore, HotPath
 
 __all__ = ["DeliveryHandle", "ListedHandle", "ProducerRecord", "RecordMetadata"]
 
@@ -139,7 +141,7 @@ class ListedHandle(DeliveryHandle):
 
     __slots__ = ()
 
-    def _deliver(self, err: Any, msg: KafkaMessage) -> None:
+    def _deliver(self, err: KafkaError | None, msg: KafkaMessage) -> None:
         DeliveryHandle._deliver(self, err, msg)  # counts, on_delivery, or the failure
         if err is None:  # then keep where it landed, not the message
             self._state = (msg.partition(), msg.offset(), msg.timestamp()[1])
@@ -150,10 +152,10 @@ class ListedHandle(DeliveryHandle):
 class _Owner(Protocol):
     """What a handle needs from its producer."""
 
-    _hot: Any  # HotPath: the delivered count and the user's callback
+    _hot: HotPath  # the delivered count and the user's callback
 
-    def _poll(self, timeout_s: float) -> Any: ...
+    def _poll(self, timeout_s: float) -> int: ...
 
     def _delivered(self, handle: DeliveryHandle) -> None: ...
 
-    def _failed(self, handle: DeliveryHandle, err: Any) -> KafkaClientError: ...
+    def _failed(self, handle: DeliveryHandle, err: KafkaError) -> KafkaClientError: ...

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from confluent_kafka import TopicPartition
 
+from sdk._client import GroupMetadata
 from sdk._deprecation import renamed_default
 from sdk.errors import SdkError, TransactionError
 from sdk.observability import Telemetry
@@ -94,7 +95,7 @@ def begin_transaction(self: Producer) -> None:
 def send_offsets_to_transaction(
     self: Producer,
     offsets: Sequence[TopicPartition],
-    group_metadata: Any,
+    group_metadata: GroupMetadata,
     timeout_s: float = 30.0,
     *,
     timeout: float | None = None,

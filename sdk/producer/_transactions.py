@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from confluent_kafka import TopicPartition
 
-from sdk._client import ProducerClient, call_kafka, positional_produce, timeout_error, translating
+from sdk._client import (
+    GroupMetadata,
+    ProducerClient,
+    call_kafka,
+    positional_produce,
+    timeout_error,
+    translating,
+)
 from sdk.errors import (
     ConfigurationError,
     DeliveryError,
@@ -206,7 +213,7 @@ class TransactionalOutput:
             self.span = self.telemetry.start_transaction(self.transactional_id)
 
     def send_offsets(
-        self, offsets: Sequence[TopicPartition], group_metadata: Any, timeout: float
+        self, offsets: Sequence[TopicPartition], group_metadata: GroupMetadata, timeout: float
     ) -> None:
         """Commit step 1: the input positions join the open transaction, bounded.
 
