@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from sdk._client import KafkaMessage
 from sdk._signals import loop_sigterm_stops
+from sdk.records import ConsumerRecord
 
 __all__ = ["HandlerCancelled", "HandlersAhead", "LoopBridge"]
 
@@ -42,7 +43,7 @@ class LoopBridge:
         # both touched only on the loop thread: the handler's task registers itself before
         # its body runs, so a cancellation always finds it (the worker thread may not even
         # have returned from run_coroutine_threadsafe yet)
-        self._task: asyncio.Task[Any] | None = None
+        self._task: asyncio.Task[object] | None = None
         self._cancelled = False
 
     def sync_handler(
@@ -135,7 +136,7 @@ class HandlersAhead:
         bridge: LoopBridge,
         handler: Callable[[Any], Awaitable[Any]],
         loop: asyncio.AbstractEventLoop,
-        prepare: Callable[[Any], Any | None],
+        prepare: Callable[[KafkaMessage], ConsumerRecord | None],
         stopped: Callable[[], bool],
     ) -> None:
         self._per_record = bridge.sync_handler(handler, loop)
@@ -143,7 +144,7 @@ class HandlersAhead:
         self._handler = handler
         self._prepare = prepare
         self._stopped = stopped
-        self._ahead: collections.deque[tuple[Any, int, Any]] = collections.deque()
+        self._ahead: collections.deque[tuple[KafkaMessage, int, Any]] = collections.deque()
 
     def run(self, messages: list[KafkaMessage]) -> int:
         """In the worker, before the core handles ``messages``: one crossing for all.
@@ -169,7 +170,7 @@ class HandlersAhead:
         """No outcomes ahead for the next batch: each record crosses on its own."""
         self._ahead.clear()
 
-    def call(self, record: Any) -> Any:
+    def call(self, record: ConsumerRecord) -> Any:
         """The core's sync handler: the outcome run ahead, else a crossing of its own."""
         ahead = self._ahead
         if ahead:
@@ -183,9 +184,11 @@ class HandlersAhead:
             ahead.clear()  # out of step (the core rewound): cross per record from here
         return self._per_record(record)
 
-    async def _on_loop(self, items: list[tuple[Any, Any]]) -> list[tuple[Any, int, Any]]:
+    async def _on_loop(
+        self, items: list[tuple[KafkaMessage, ConsumerRecord]]
+    ) -> list[tuple[KafkaMessage, int, Any]]:
         handler, stopped = self._handler, self._stopped
-        done: list[tuple[Any, int, Any]] = []
+        done: list[tuple[KafkaMessage, int, Any]] = []
         for message, record in items:
             if stopped():  # the rest is not handled: read again (or lost at_most_once)
                 break

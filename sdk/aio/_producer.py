@@ -36,6 +36,8 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, TypeVar
 
+from confluent_kafka import KafkaError
+
 from sdk._client import KafkaMessage
 from sdk._deprecation import renamed, renamed_default
 from sdk.errors import (
@@ -66,7 +68,7 @@ class _FutureHandle(DeliveryHandle):
         assert loop is not None  # AsyncProducer binds the loop before the first send
         self.future: asyncio.Future[RecordMetadata] = loop.create_future()
 
-    def _deliver(self, err: Any, msg: KafkaMessage) -> None:
+    def _deliver(self, err: KafkaError | None, msg: KafkaMessage) -> None:
         """The librdkafka delivery callback: count as the sync handle does, then resolve."""
         owner: Any = self._owner  # a _LoopProducer (no isinstance check per record)
         if err is None:

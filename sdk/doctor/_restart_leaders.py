@@ -111,7 +111,7 @@ def elect_preferred_leaders(
     return results
 
 
-def _election_error(err: Any) -> str | None:
+def _election_error(err: KafkaError | KafkaException | None) -> str | None:
     """None when the partition is (now) led by its preferred replica, else why not."""
     if err is None:
         return None

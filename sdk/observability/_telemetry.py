@@ -23,6 +23,7 @@ from opentelemetry.trace import (
     TracerProvider,
 )
 
+from sdk._message import KafkaMessage
 from sdk.observability import _conventions as c
 from sdk.observability._events import RECHECK_S, MetricHooks, attributes
 from sdk.observability._headers import (
@@ -298,7 +299,7 @@ class Telemetry(MetricHooks):
     @contextmanager
     def batch_process_span(
         self,
-        records: Sequence[Any],
+        records: Sequence[KafkaMessage],
         group: str | None = None,
         *,
         transaction: TransactionSpan | None = None,

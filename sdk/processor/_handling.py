@@ -49,7 +49,7 @@ class HandlingLoop:
     _recover: Callable[[KafkaClientError], None]
     _abort_and_rewind: Callable[..., None]
 
-    def _handle(self, records: list[Any]) -> None:
+    def _handle(self, records: list[KafkaMessage]) -> None:
         if self._batch_handler is not None:
             batch = [view(ConsumerRecord, m) for m in records]
             self._handle_unit(batch, self._batch_handler, records)
@@ -64,7 +64,7 @@ class HandlingLoop:
                 raise
             self._recover(exc)
 
-    def _handle_traced(self, records: list[Any]) -> None:
+    def _handle_traced(self, records: list[KafkaMessage]) -> None:
         """Per-record handler with a ``process`` span per record."""
         handler = self._handler
         assert handler is not None
@@ -75,7 +75,7 @@ class HandlingLoop:
             if self._due() and i + 1 < len(records) and not self._commit_or_recover():
                 return
 
-    def _handle_records(self, records: list[Any]) -> None:
+    def _handle_records(self, records: list[KafkaMessage]) -> None:
         """Per-record handler without tracing: the hot loop.
 
         The same steps as :meth:`_handle_unit` per record, with the per-record costs taken
@@ -148,7 +148,7 @@ class HandlingLoop:
             if i < n and not self._commit_or_recover():
                 return
 
-    def _mark(self, records: list[Any], start: int, stop: int) -> None:
+    def _mark(self, records: list[KafkaMessage], start: int, stop: int) -> None:
         """``records[start:stop]`` were handled: their next offsets, their pending count."""
         if stop > start:
             last_positions(records[start:stop], self._positions)

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from confluent_kafka import Consumer as _ConsumerClient
 from confluent_kafka import TopicPartition
 
-from sdk._client import ConsumerClient, ProducerClient, call_kafka, consume_ready
+from sdk._client import ConsumerClient, KafkaMessage, ProducerClient, call_kafka, consume_ready
 from sdk._deprecation import moved, renamed
 from sdk._signals import sigterm_stops
 from sdk.consumer.engine import HandledMarks, commit_before_handling, member_id
@@ -110,7 +110,7 @@ class Processor(HandlingLoop):
         producer_factory: Callable[[dict[str, Any]], ProducerClient] | None = None,
         consumer_factory: Callable[[dict[str, Any]], ConsumerClient] = _ConsumerClient,
         telemetry: Telemetry | Literal[False] | None = None,
-        on_progress: Callable[[Progress], Any] | None = None,
+        on_progress: Callable[[Progress], object] | None = None,
         verify_cluster: bool = False,
     ) -> None:
         if handler is not None or batch_handler is not None:
@@ -146,7 +146,7 @@ class Processor(HandlingLoop):
         self._callback_error: BaseException | None = None
         # sdk.aio: called with each polled batch right before its records are handled (after
         # the at-most-once commit), to run the batch's async handlers in one loop crossing
-        self._before_handle: Callable[[list[Any]], object] | None = None
+        self._before_handle: Callable[[list[KafkaMessage]], object] | None = None
         self._member: str | None = None  # group member id that received the assignment
         self._handled_marks = HandledMarks()  # at_most_once: positions committed before handling
         self._progress = ProgressTracker(on_progress, lambda: self.stats.records_in)
@@ -425,7 +425,7 @@ class Processor(HandlingLoop):
         return (time.monotonic() - self._last_commit) * 1000 >= self.profile.commit_interval_ms
 
     # ---------------------------------------------------------------- commits
-    def _offsets(self, keys: Iterable[tuple[str, int]] | None = None) -> list[Any]:
+    def _offsets(self, keys: Iterable[tuple[str, int]] | None = None) -> list[TopicPartition]:
         items = (
             self._positions.items()
             if keys is None

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Literal
 
 from confluent_kafka import TopicPartition
 
@@ -56,7 +56,7 @@ class ProgressTracker:
     """
 
     def __init__(
-        self, hook: Callable[[Progress], Any] | None, records_in: Callable[[], int]
+        self, hook: Callable[[Progress], object] | None, records_in: Callable[[], int]
     ) -> None:
         self._hook = hook
         self._records_in = records_in

@@ -33,7 +33,7 @@ class Guarantee(StrEnum):
     EXACTLY_ONCE = "exactly_once"
 
 
-def parse_guarantee(value: Any) -> Guarantee:
+def parse_guarantee(value: object) -> Guarantee:
     """Accept ``"exactly_once"``, ``"exactly-once"``, ``"EXACTLY_ONCE"`` or a Guarantee.
 
     Raises:

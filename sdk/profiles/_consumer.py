@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -68,7 +68,7 @@ class ConsumerProfile(ProfileModel):
 
     @field_validator("guarantee", mode="before")
     @classmethod
-    def _guarantee(cls, value: Any) -> Guarantee:
+    def _guarantee(cls, value: object) -> Guarantee:
         return parse_guarantee(value)
 
     @model_validator(mode="after")

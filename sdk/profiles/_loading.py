@@ -233,7 +233,7 @@ def load_profiles(source: str | Path | Mapping[str, Any] | None = None) -> Profi
     )
 
 
-def _mapping(value: Any, field: str) -> dict[str, Any]:
+def _mapping(value: object, field: str) -> dict[str, Any]:
     """``value`` as a dict with str keys, or a ConfigurationError naming ``field``."""
     if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
         what = field or "the profile document"

@@ -49,7 +49,7 @@ class ProcessingProfile(ProfileModel):
 
     @field_validator("guarantee", mode="before")
     @classmethod
-    def _guarantee(cls, value: Any) -> Guarantee:
+    def _guarantee(cls, value: object) -> Guarantee:
         return parse_guarantee(value)
 
     @model_validator(mode="before")
@@ -167,7 +167,7 @@ def _pass_down(side: str, child: Any, key: str, value: Any) -> Any:
     return child
 
 
-def _is_exactly_once(value: Any) -> bool:
+def _is_exactly_once(value: object) -> bool:
     try:
         return parse_guarantee(value) is Guarantee.EXACTLY_ONCE
     except ConfigurationError:

@@ -63,7 +63,7 @@ class ProducerProfile(ProfileModel):
 
     @field_validator("guarantee", mode="before")
     @classmethod
-    def _guarantee(cls, value: Any) -> Guarantee:
+    def _guarantee(cls, value: object) -> Guarantee:
         return parse_guarantee(value)
 
     @field_validator("partitioner")

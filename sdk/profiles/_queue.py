@@ -17,7 +17,7 @@ renders them; the queue consumer applies them with the admin API when it starts.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -93,7 +93,7 @@ class QueueProfile(ProfileModel):
 
     @field_validator("guarantee", mode="before")
     @classmethod
-    def _guarantee(cls, value: Any) -> Guarantee:
+    def _guarantee(cls, value: object) -> Guarantee:
         guarantee = parse_guarantee(value)
         if guarantee is Guarantee.EXACTLY_ONCE:
             raise ConfigurationError(EXACTLY_ONCE_REFUSED, field="guarantee")
