@@ -13,7 +13,6 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from sdk.errors import ConfigurationError
 
@@ -49,7 +48,7 @@ def sigterm_stops(stop: Callable[[], None], enabled: bool | None) -> Iterator[No
             "handle_sigterm: signal handlers can only be installed in the main thread",
             field="handle_sigterm",
         )
-    previous: Any = signal.signal(signal.SIGTERM, lambda *_: stop())
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop())
     try:
         yield
     finally:  # None: the previous handler was not set from Python

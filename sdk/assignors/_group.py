@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sdk._client import admin_client, connection_keys, translating
 from sdk._deprecation import warn_renamed
@@ -41,6 +41,12 @@ from sdk.errors import (
     KafkaTimeoutError,
     SdkError,
 )
+
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer, Message
+    from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+    from sdk._client import AdminApi
 
 __all__ = ["GroupAssignedConsumer", "check_group_config", "decode_client_id", "encode_client_id"]
 
@@ -188,9 +194,9 @@ class GroupAssignedConsumer:
         self._on_assign_cb = on_assign
         self._on_revoke_cb = on_revoke
         self._describe_timeout = describe_timeout_s
-        self._consumer: Any = None
+        self._consumer: Consumer | None = None
         self._closed = False
-        self._admin: Any = None
+        self._admin: AdminApi | None = None
         self._error: SdkError | None = None
         self.plan: Plan = {}
         self.share: list[TopicPartition] = []
@@ -198,7 +204,7 @@ class GroupAssignedConsumer:
         self.superseded = 0
 
     @property
-    def consumer(self) -> Any:
+    def consumer(self) -> Consumer | None:
         """The underlying ``confluent_kafka.Consumer`` (None before :meth:`start`)."""
         return self._consumer
 
@@ -230,7 +236,7 @@ class GroupAssignedConsumer:
             on_lost=self._handle_lost,
         )
 
-    def poll(self, timeout: float = 1.0) -> Any:
+    def poll(self, timeout: float = 1.0) -> Message | None:
         """Poll one message (rebalance callbacks run in here).
 
         Args:
@@ -248,7 +254,9 @@ class GroupAssignedConsumer:
                 holds no partitions until the next rebalance).
         """
         self.start()
-        msg = self._consumer.poll(timeout)
+        consumer = self._consumer
+        assert consumer is not None  # start() made it, or raised
+        msg = consumer.poll(timeout)
         if self._error is not None:
             error, self._error = self._error, None
             raise error
@@ -277,7 +285,7 @@ class GroupAssignedConsumer:
 
     # -- rebalance callbacks (run inside poll) ----------------------------------------------
 
-    def _handle_assign(self, consumer: Any, partitions: list[Any]) -> None:
+    def _handle_assign(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         from confluent_kafka import TopicPartition as KafkaTopicPartition
 
         native = sorted(TopicPartition(tp.topic, tp.partition) for tp in partitions)
@@ -300,28 +308,28 @@ class GroupAssignedConsumer:
         if self._on_assign_cb is not None:
             self._on_assign_cb(list(self.share))
 
-    def _handle_revoke(self, consumer: Any, partitions: list[Any]) -> None:
+    def _handle_revoke(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         share, self.share, self.plan = self.share, [], {}
         if self._on_revoke_cb is not None and share:
             self._on_revoke_cb(share)
         consumer.unassign()
 
-    def _handle_lost(self, consumer: Any, partitions: list[Any]) -> None:
+    def _handle_lost(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         self.share, self.plan = [], {}
         consumer.unassign()
 
-    def _group_plan(self, consumer: Any, native: list[TopicPartition]) -> Plan:
+    def _group_plan(self, consumer: Consumer, native: list[TopicPartition]) -> Plan:
         from confluent_kafka import ConsumerGroupState
 
+        admin = self._admin
+        assert admin is not None  # made with the consumer, in start()
         deadline = time.monotonic() + self._describe_timeout
         reason = "no answer"
         while time.monotonic() < deadline:
             me = consumer.memberid()
             try:
                 with translating("describe_consumer_groups"):
-                    future = self._admin.describe_consumer_groups(
-                        [self.group_id], request_timeout=5
-                    )
+                    future = admin.describe_consumer_groups([self.group_id], request_timeout=5)
                     desc = future[self.group_id].result()
             except KafkaClientError as exc:
                 reason = str(exc)

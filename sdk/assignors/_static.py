@@ -10,12 +10,16 @@ used, only to commit offsets.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sdk._client import translating
 from sdk.assignors._protocol import Assignor, Member, Plan, TopicPartition, check_plan
 from sdk.assignors._registry import resolve_assignor
 from sdk.errors import ClosedError, ConfigurationError, from_kafka_error
+
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer, Message
+
 
 __all__ = ["StaticAssignedConsumer", "static_plan"]
 
@@ -95,13 +99,13 @@ class StaticAssignedConsumer:
         self.member_id = member_id
         self.racks = dict(racks or {})
         self._config = dict(config)
-        self._consumer: Any = None
+        self._consumer: Consumer | None = None
         self._closed = False
         self.plan: Plan = {}
         self.share: list[TopicPartition] = []
 
     @property
-    def consumer(self) -> Any:
+    def consumer(self) -> Consumer | None:
         """The underlying ``confluent_kafka.Consumer`` (None before :meth:`start`)."""
         return self._consumer
 
@@ -146,7 +150,7 @@ class StaticAssignedConsumer:
         self._consumer = consumer
         return list(self.share)
 
-    def poll(self, timeout: float = 1.0) -> Any:
+    def poll(self, timeout: float = 1.0) -> Message | None:
         """Poll one message from this member's share.
 
         Args:
@@ -159,7 +163,9 @@ class StaticAssignedConsumer:
             ClosedError: After :meth:`close`.
         """
         self.start()
-        return self._consumer.poll(timeout)
+        consumer = self._consumer
+        assert consumer is not None  # start() made it, or raised
+        return consumer.poll(timeout)
 
     def close(self) -> None:
         """Close the consumer (idempotent)."""

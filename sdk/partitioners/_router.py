@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sdk._client import admin_client, translating
 from sdk._deprecation import renamed_default
@@ -24,7 +24,19 @@ from sdk.errors import ConfigurationError, SdkError, UnknownTopicError, from_kaf
 from sdk.partitioners._protocol import BatchAware, Partitioner, TopicPartitioner
 from sdk.partitioners._registry import resolve_partitioner
 
+if TYPE_CHECKING:
+    from confluent_kafka.admin._metadata import ClusterMetadata
+
 __all__ = ["PartitionRouter"]
+
+
+class MetadataClient(Protocol):
+    """A client that reads cluster metadata: the producer's own, or an admin client."""
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+        """Cluster metadata (of one topic, or of all)."""
+        ...
+
 
 _RETRY_AFTER_FAILED_REFRESH = 1.0
 
@@ -62,7 +74,7 @@ class PartitionRouter:
         partitioner: str | Partitioner,
         config: Mapping[str, Any],
         *,
-        metadata_client: Any = None,
+        metadata_client: MetadataClient | None = None,
         metadata_max_age_s: float = 30.0,
         metadata_timeout_s: float = 10.0,
         metadata_max_age: float | None = None,
@@ -90,7 +102,7 @@ class PartitionRouter:
         self.native: bool = self.partitioner.native_name is not None
         """True when librdkafka places records itself (``route`` returns None)."""
         self._config = dict(config)
-        self._client = metadata_client
+        self._client: MetadataClient | None = metadata_client
         self._max_age = max_age_s
         self._timeout = timeout_s
         self._topics: dict[str, _TopicState] = {}
@@ -106,7 +118,7 @@ class PartitionRouter:
         native = self.partitioner.native_name
         return {"partitioner": native} if native is not None else {}
 
-    def attach(self, client: Any) -> None:
+    def attach(self, client: MetadataClient | None) -> None:
         """Refresh partition counts through ``client`` (the producer) from now on.
 
         Args:

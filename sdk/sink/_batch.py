@@ -118,7 +118,7 @@ class BatchBody:
         self,
         session: Session,
         handler: SinkHandler,
-        records: list[Any],
+        records: list[ConsumerRecord],
         first: Exception,
         restart: Callable[[], None],
     ) -> bool:
@@ -146,9 +146,9 @@ class BatchBody:
         record = self.failure.decode(message)  # a poison pill is dead-lettered or raised
         if record is None:
             return
-        arg: Any = record if per_record else [record]
+        arg: ConsumerRecord | list[ConsumerRecord] = record if per_record else [record]
 
-        def attempt(value: Any) -> None:
+        def attempt(value: ConsumerRecord | list[ConsumerRecord]) -> None:
             self._guarded(session, lambda: session.savepoint("sdk_record"))
             try:
                 handler(value, session.transaction)
