@@ -5,8 +5,9 @@ positions in a table of the same database as the output, fenced per partition by
 a batch's rows are visible exactly when its offsets are (docs/database-sink.md).
 """
 
-from sdk.sink._database import Database, Position, Transaction, postgresql, sqlite
+from sdk.sink._database import Database, Position, Transaction, sqlite
 from sdk.sink._dialects import DIALECTS, Dialect
+from sdk.sink._postgresql import postgresql
 from sdk.sink._records import BatchSinkHandler, SinkHandler, SinkStats
 from sdk.sink._sink import DatabaseSink
 
