@@ -37,6 +37,7 @@ class AsyncTransaction:
     def __init__(self, connection: Any, cursor: Any) -> None:
         self.connection = connection
         self.cursor = cursor
+        self.rearm: str | None = None  # as sdk.sink.Transaction.rearm
 
     async def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         """Run one statement in the batch's transaction; returns the cursor."""
@@ -46,6 +47,8 @@ class AsyncTransaction:
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any] | dict[str, Any]]) -> Any:
         """Run one statement for each row; returns the cursor."""
         await self.cursor.executemany(sql, rows)
+        if self.rearm is not None:  # PostgreSQL <= 16: re-arm the idle-in-transaction timeout
+            await self.connection.cursor().execute(self.rearm)
         return self.cursor
 
 
@@ -109,6 +112,7 @@ class AsyncDatabase:
         dialect: ``"postgresql"`` or a :class:`~sdk.sink.Dialect` whose placeholder is the
             driver's.
         positions_table: The positions table's name.
+        transaction_timeout_s: As :class:`~sdk.sink.Database`.
     """
 
     def __init__(
@@ -117,16 +121,24 @@ class AsyncDatabase:
         dialect: str | Dialect = "postgresql",
         *,
         positions_table: str = "kafka_sink_positions",
+        transaction_timeout_s: float | None = None,
     ) -> None:
         self.connect = connect
         self.dialect = dialect
         self.positions_table = positions_table
-        Database(lambda: None, dialect, positions_table=positions_table)  # validates both
+        self.transaction_timeout_s = transaction_timeout_s
+        Database(  # validates them all
+            lambda: None,
+            dialect,
+            positions_table=positions_table,
+            transaction_timeout_s=transaction_timeout_s,
+        )
 
 
 def async_postgresql(
     conninfo: str,
     *,
+    transaction_timeout_s: float | None = 60.0,
     idle_in_transaction_timeout_s: float = 60.0,
     lock_timeout_s: float = 10.0,
     connect_timeout_s: float = 10.0,
@@ -144,7 +156,12 @@ def async_postgresql(
     async def connect() -> Any:
         return await psycopg.AsyncConnection.connect(conninfo, **kwargs)
 
-    return AsyncDatabase(connect, "postgresql", positions_table=positions_table)
+    return AsyncDatabase(
+        connect,
+        "postgresql",
+        positions_table=positions_table,
+        transaction_timeout_s=transaction_timeout_s,
+    )
 
 
 class AsyncDatabaseSink:
@@ -186,7 +203,10 @@ class AsyncDatabaseSink:
         self._database = database
         self._loop: asyncio.AbstractEventLoop | None = None
         bridged = Database(
-            self._connect, database.dialect, positions_table=database.positions_table
+            self._connect,
+            database.dialect,
+            positions_table=database.positions_table,
+            transaction_timeout_s=database.transaction_timeout_s,
         )
         self._sync = DatabaseSink(profile, topics, bridged, **options)
         # every call into the sync sink runs here: one thread owns the librdkafka client
@@ -275,6 +295,7 @@ class AsyncDatabaseSink:
             connection = tx.connection
             if not isinstance(connection, _LoopConnection) or connection.async_transaction is None:
                 raise SdkError("AsyncDatabaseSink: the transaction is not the async driver's")
+            connection.async_transaction.rearm = tx.rearm
             return crossing((arg, connection.async_transaction))
 
         return await self._bridge.run(

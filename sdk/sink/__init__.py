@@ -8,9 +8,10 @@ An internal interface, in no ``__all__``: ``psycopg_connect_args``, so that
 :func:`sdk.aio.async_postgresql` connects as :func:`postgresql` does.
 """
 
-from sdk.sink._database import Database, Position, Transaction, postgresql, sqlite
-from sdk.sink._database import psycopg_connect_args as psycopg_connect_args
+from sdk.sink._database import Database, Position, Transaction, sqlite
 from sdk.sink._dialects import DIALECTS, Dialect
+from sdk.sink._postgresql import postgresql
+from sdk.sink._postgresql import psycopg_connect_args as psycopg_connect_args
 from sdk.sink._records import BatchSinkHandler, SinkHandler, SinkStats
 from sdk.sink._sink import DatabaseSink
 

@@ -16,15 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from sdk.errors import ConfigurationError, DatabaseError, DatabaseUnavailableError
-from sdk.sink._dialects import Dialect, resolve_dialect
+from sdk.sink._dialects import Dialect, SessionInfo, resolve_dialect
 
 __all__ = [
     "Database",
+    "Holder",
     "Position",
     "Session",
     "Transaction",
-    "postgresql",
-    "psycopg_connect_args",
     "sqlite",
 ]
 
@@ -44,6 +43,28 @@ class Position:
 
     next_offset: int | None
     epoch: int
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A database session in a transaction that holds write locks on the positions table.
+
+    Attributes:
+        pid: The server process id (``SELECT pg_terminate_backend(pid)`` ends it).
+        application_name: How the session names itself (a sink's: ``ksem-sink GROUP
+            HOST:PID``).
+        state: ``idle in transaction``, ``active``, ...
+        seconds: How long its transaction has been open.
+    """
+
+    pid: int
+    application_name: str
+    state: str
+    seconds: float
+
+    def __str__(self) -> str:
+        name = self.application_name or "no application_name"
+        return f"pid {self.pid} ({name}; {self.state}, in its transaction for {self.seconds:.1f}s)"
 
 
 @contextmanager
@@ -75,11 +96,14 @@ class Transaction:
         connection: The DB-API 2.0 connection (a ``sqlite3.Connection`` or
             ``psycopg.Connection``) the transaction runs on.
         cursor: A cursor of that connection, open for the batch.
+        rearm: A statement run after each :meth:`executemany`, on a cursor of its own, or
+            None (see :attr:`sdk.sink.Dialect.rearm`).
     """
 
     def __init__(self, connection: Any, cursor: Any) -> None:
         self.connection = connection
         self.cursor = cursor
+        self.rearm: str | None = None
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         """Run one statement in the batch's transaction; returns the cursor."""
@@ -89,6 +113,8 @@ class Transaction:
     def executemany(self, sql: str, rows: Iterable[Sequence[Any] | dict[str, Any]]) -> Any:
         """Run one statement for each row of ``rows``; returns the cursor."""
         self.cursor.executemany(sql, rows)
+        if self.rearm is not None:  # PostgreSQL <= 16: re-arm the idle-in-transaction timeout
+            self.connection.cursor().execute(self.rearm)
         return self.cursor
 
 
@@ -106,10 +132,48 @@ class Session:
         self.dialect = dialect
         self.table = table
         self.transaction = Transaction(connection, connection.cursor())
+        self.info = SessionInfo()
         self._sql = {
             name: dialect.sql(getattr(dialect, name), table)
             for name in ("claim", "advance", "select")
         }
+
+    def configure(self, application_name: str, transaction_timeout_s: float | None) -> None:
+        """Name the session and bound its transactions where the dialect can (then commit).
+
+        Raises:
+            DatabaseUnavailableError: Transient.
+            DatabaseError: Otherwise.
+        """
+        if self.dialect.configure is None:
+            return
+        with translating(self.dialect, "setting up the session"):
+            try:
+                self.info = self.dialect.configure(
+                    self.transaction.cursor, application_name, transaction_timeout_s
+                )
+                self.connection.commit()
+            except BaseException:
+                self.rollback()
+                raise
+        if not self.info.bounded:
+            self.transaction.rearm = self.dialect.rearm
+
+    def holders(self) -> list[Holder]:
+        """The other sessions in a transaction holding write locks on the positions table.
+
+        Best effort, for a message: ``[]`` when the dialect cannot tell or the query fails.
+        """
+        if self.dialect.holders is None:
+            return []
+        try:
+            sql = self.dialect.sql(self.dialect.holders, self.table)
+            rows = self._execute(sql, (self.table,)).fetchall()
+            self.connection.rollback()
+        except Exception:
+            self.rollback()
+            return []
+        return [Holder(int(p), str(n), str(s), float(t or 0.0)) for p, n, s, t in rows]
 
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         cursor = self.transaction.cursor
@@ -234,6 +298,10 @@ class Database:
         positions_table: The positions table's name (``schema.table`` allowed).
         create_table: Create the positions table if it does not exist. An existing table
             with other columns is refused, never altered.
+        transaction_timeout_s: The longest a batch transaction may stay open: where the
+            dialect can (PostgreSQL 17 and later), the server ends the session past it, so a
+            frozen member never holds its partitions' positions rows for longer. None: no
+            bound.
 
     Raises:
         ConfigurationError: An unknown dialect or a positions table name that is not a plain
@@ -247,7 +315,14 @@ class Database:
         *,
         positions_table: str = "kafka_sink_positions",
         create_table: bool = True,
+        transaction_timeout_s: float | None = None,
     ) -> None:
+        if transaction_timeout_s is not None and transaction_timeout_s <= 0:
+            raise ConfigurationError(
+                f"transaction_timeout_s: {transaction_timeout_s!r}; give a positive number of "
+                "seconds, or None for no bound",
+                field="transaction_timeout_s",
+            )
         if not _IDENTIFIER.match(positions_table):
             raise ConfigurationError(
                 f"positions_table: {positions_table!r} is not a plain SQL identifier "
@@ -257,11 +332,16 @@ class Database:
         self.dialect = resolve_dialect(dialect)
         self.positions_table = positions_table
         self.create_table = create_table
+        self.transaction_timeout_s = transaction_timeout_s
         self._connect = connect
         self._checked = False
 
-    def session(self) -> Session:
+    def session(self, application_name: str = "") -> Session:
         """Open a connection; the first one creates or checks the positions table.
+
+        Args:
+            application_name: How the session names itself to the server, unless the
+                connection string names it already (PostgreSQL).
 
         Raises:
             DatabaseUnavailableError: The database refused the connection.
@@ -276,6 +356,11 @@ class Database:
                 f"{type(exc).__name__}: {exc}"
             ) from exc
         session = Session(connection, self.dialect, self.positions_table)
+        try:
+            session.configure(application_name, self.transaction_timeout_s)
+        except BaseException:
+            session.close()
+            raise
         if not self._checked:
             try:
                 self._check_table(session)
@@ -317,30 +402,6 @@ class Database:
             ) from exc
 
 
-def psycopg_connect_args(
-    idle_in_transaction_timeout_s: float, lock_timeout_s: float, connect_timeout_s: float
-) -> tuple[Any, dict[str, Any]]:
-    """psycopg, and the keyword arguments of its (sync or async) ``connect``.
-
-    ``options`` carries the session timeouts that bound a frozen member's row locks.
-
-    Raises:
-        ConfigurationError: psycopg is not installed.
-    """
-    try:
-        import psycopg
-    except ImportError as exc:
-        raise ConfigurationError(
-            "the postgresql sink needs psycopg 3: pip install 'kafka-semantics[postgres]'",
-            field="database",
-        ) from exc
-    options = (
-        f"-c idle_in_transaction_session_timeout={int(idle_in_transaction_timeout_s * 1000)} "
-        f"-c lock_timeout={int(lock_timeout_s * 1000)}"
-    )
-    return psycopg, {"options": options, "connect_timeout": max(1, int(connect_timeout_s))}
-
-
 def sqlite(
     path: str, *, busy_timeout_s: float = 30.0, positions_table: str = "kafka_sink_positions"
 ) -> Database:
@@ -362,37 +423,3 @@ def sqlite(
         return connection
 
     return Database(connect, "sqlite", positions_table=positions_table)
-
-
-def postgresql(
-    conninfo: str,
-    *,
-    idle_in_transaction_timeout_s: float = 60.0,
-    lock_timeout_s: float = 10.0,
-    connect_timeout_s: float = 10.0,
-    positions_table: str = "kafka_sink_positions",
-) -> Database:
-    """A PostgreSQL database through psycopg 3 (``pip install kafka-semantics[postgres]``).
-
-    Args:
-        conninfo: A libpq connection string or URI.
-        idle_in_transaction_timeout_s: The server ends a session that sits inside a
-            transaction this long without a statement (a frozen member holding the positions
-            rows' locks), so the partitions' new owner is never stalled for longer. Keep it
-            above the handler's longest pause between statements.
-        lock_timeout_s: A statement waits this long for a row lock before it fails (and the
-            sink retries).
-        connect_timeout_s: libpq's connect timeout.
-        positions_table: The positions table's name.
-
-    Raises:
-        ConfigurationError: psycopg is not installed.
-    """
-    psycopg, kwargs = psycopg_connect_args(
-        idle_in_transaction_timeout_s, lock_timeout_s, connect_timeout_s
-    )
-
-    def connect() -> Any:
-        return psycopg.connect(conninfo, **kwargs)
-
-    return Database(connect, "postgresql", positions_table=positions_table)

@@ -11,10 +11,30 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from sdk.errors import ConfigurationError
 
-__all__ = ["DIALECTS", "Dialect", "resolve_dialect"]
+__all__ = ["DIALECTS", "Dialect", "SessionInfo", "resolve_dialect"]
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """What a new connection was set up with (:attr:`Dialect.configure`).
+
+    Attributes:
+        application_name: How the session names itself to the server (PostgreSQL's
+            ``pg_stat_activity.application_name``), or ``""``.
+        bounded: Whether the server ends a transaction that stays open longer than the
+            database's ``transaction_timeout_s`` whatever the session was doing (PostgreSQL 17
+            and later).
+        server_version: The server's version number (PostgreSQL's ``server_version_num``), 0
+            when unknown.
+    """
+
+    application_name: str = ""
+    bounded: bool = False
+    server_version: int = 0
 
 
 def _sqlite_transient(exc: BaseException) -> bool:
@@ -23,17 +43,53 @@ def _sqlite_transient(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
 
 
+def _postgresql_lock_wait(exc: BaseException) -> bool:
+    try:
+        from psycopg import errors
+    except ImportError:  # pragma: no cover - the dialect is only used with psycopg
+        return False
+    return isinstance(exc, errors.LockNotAvailable)  # lock_timeout ran out
+
+
+def _postgresql_configure(cursor: Any, name: str, bound_s: float | None) -> SessionInfo:
+    """Name the session and bound its transactions, once per connection (then committed).
+
+    ``transaction_timeout`` (PostgreSQL 17 and later) ends a session whose transaction has
+    been open for longer, whatever it is doing: idle after a statement, between the messages
+    of a pipeline (psycopg's ``executemany``, where ``idle_in_transaction_session_timeout`` is
+    not armed), or inside a ``COPY`` whose client went silent. Older servers do not know the
+    setting (setting it would fail), so it is set only where the server has it.
+    """
+    cursor.execute(
+        "SELECT current_setting('server_version_num')::int, current_setting('application_name')"
+    )
+    version, current = cursor.fetchall()[0]
+    if current:  # the application's own name (conninfo) wins; it is reported as it is
+        name = str(current)
+    else:
+        cursor.execute("SELECT set_config('application_name', %s, false)", (name,))
+    bounded = bound_s is not None and bound_s > 0 and int(version) >= 170000
+    if bounded and bound_s is not None:
+        milliseconds = max(1, int(bound_s * 1000))
+        cursor.execute("SELECT set_config('transaction_timeout', %s, false)", (str(milliseconds),))
+    return SessionInfo(application_name=name, bounded=bounded, server_version=int(version))
+
+
 def _postgresql_transient(exc: BaseException) -> bool:
     try:
         import psycopg
         from psycopg import errors
     except ImportError:  # pragma: no cover - the dialect is only used with psycopg
         return False
-    # IdleInTransactionSessionTimeout is not an OperationalError: the server ended the session
-    # of a member that sat in a transaction too long (a frozen zombie); the transaction is gone.
+    # IdleInTransactionSessionTimeout and TransactionTimeout are not OperationalErrors: the
+    # server ended the session of a member that sat in a transaction too long (a frozen
+    # zombie); the transaction is gone.
     return isinstance(
         exc,
-        psycopg.OperationalError | psycopg.InterfaceError | errors.IdleInTransactionSessionTimeout,
+        psycopg.OperationalError
+        | psycopg.InterfaceError
+        | errors.IdleInTransactionSessionTimeout
+        | errors.TransactionTimeout,
     )
 
 
@@ -65,6 +121,18 @@ class Dialect:
             implicitly (DB-API 2.0 default).
         is_transient: Whether a driver error is transient (retry the batch) rather than a
             failure of the handler.
+        is_lock_wait: Whether a (transient) driver error is a lock wait that ran out: the
+            server already waited, so the sink retries at once and names the lock's holders.
+        configure: Optional: ``configure(cursor, application_name, transaction_timeout_s)``,
+            run once on every new connection (then committed): names the session and bounds
+            its transactions where the server can; returns what it set.
+        holders: Optional: the sessions in a transaction that hold a write lock on the
+            positions table, oldest first, as rows of (pid, application_name, state, seconds
+            in the transaction). Parameter: the table's name.
+        rearm: Optional: a statement run after each :meth:`Transaction.executemany` on a
+            connection whose transactions :attr:`configure` could not bound (PostgreSQL 16 and
+            older: a pipelined ``executemany`` leaves ``idle_in_transaction_session_timeout``
+            unarmed until the next plain statement).
     """
 
     name: str
@@ -86,6 +154,10 @@ class Dialect:
     advance_row: str = ""
     begin: str | None = None
     is_transient: Callable[[BaseException], bool] = field(default=lambda exc: False)
+    is_lock_wait: Callable[[BaseException], bool] = field(default=lambda exc: False)
+    configure: Callable[[Any, str, float | None], SessionInfo] | None = None
+    holders: str | None = None
+    rearm: str | None = None
 
     def sql(self, statement: str, table: str, rows: int = 0) -> str:
         """Fill a template with the table name, the placeholder and ``rows`` VALUES rows."""
@@ -127,6 +199,19 @@ _POSTGRESQL = Dialect(
     ),
     advance_row="({p}::text, {p}::integer, {p}::bigint, {p}::bigint)",
     is_transient=_postgresql_transient,
+    is_lock_wait=_postgresql_lock_wait,
+    configure=_postgresql_configure,
+    # a transaction that wrote the positions table holds RowExclusiveLock on it until it ends:
+    # the sessions that may hold the row locks a claim waits for
+    holders=(
+        "SELECT a.pid, coalesce(a.application_name, ''), coalesce(a.state, ''), "
+        "extract(epoch FROM now() - a.xact_start)::float8 "
+        "FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+        "WHERE l.locktype = 'relation' AND l.granted AND l.mode = 'RowExclusiveLock' "
+        "AND l.relation = to_regclass({p}) AND a.pid <> pg_backend_pid() "
+        "AND a.xact_start IS NOT NULL ORDER BY a.xact_start"
+    ),
+    rearm="SELECT 1",
 )
 
 DIALECTS: dict[str, Dialect] = {"sqlite": _SQLITE, "postgresql": _POSTGRESQL}

@@ -39,6 +39,11 @@ class SinkStats(ConsumerStats):
         claims: Assignments claimed in the positions table (epochs bumped).
         database_retries: Transient database errors retried (connection lost or refused, a
             lock wait timed out, a session ended by the server).
+        lock_waits: Claims whose wait for another session's row locks on the positions table
+            ran out (``lock_timeout``; retried at once).
+        blocked_by: After such a wait: the sessions that held those locks, oldest transaction
+            first (pid, ``application_name``, state, seconds in the transaction); "" when
+            none was found.
         rewinds: Partitions sought back to their committed position after a batch was rolled
             back.
         redelivered: Records dropped because they were below the partition's committed
@@ -50,4 +55,6 @@ class SinkStats(ConsumerStats):
     fenced: int = 0
     claims: int = 0
     database_retries: int = 0
+    lock_waits: int = 0
+    blocked_by: str = ""
     rewinds: int = 0

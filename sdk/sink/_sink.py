@@ -23,6 +23,7 @@ from sdk.lifecycle import Lifecycle
 from sdk.profiles import ConsumerProfile, Guarantee
 from sdk.serialization import Deserializer
 from sdk.sink._batch import BatchBody, Fenced, SinkHandler, Transient
+from sdk.sink._connection import SinkConnection, application_name
 from sdk.sink._database import Database, Position, Session
 from sdk.sink._positions import Holdings
 from sdk.sink._records import BatchSinkHandler, SinkStats
@@ -83,14 +84,16 @@ class DatabaseSink:
             ``"reset"`` (``auto_offset_reset`` only).
         poll_timeout_s: Longest wait of one poll; bounds how late :meth:`stop` is noticed.
         retry_timeout_s: How long transient database errors are retried before the run
-            raises. Keep it above PostgreSQL's ``idle_in_transaction_timeout_s``, so a new
-            owner outwaits a frozen former owner's locks.
+            raises. At least the database's ``transaction_timeout_s`` (and PostgreSQL's
+            ``idle_in_transaction_timeout_s``), so a new owner outwaits a frozen former
+            owner's locks.
         client_factory: Builds the Kafka client from the rendered config.
 
     Raises:
         ConfigurationError: An ``at_most_once`` profile, no topics, an unknown deserializer,
-            ``first_start="reset"`` with ``auto_offset_reset="error"``, or a bad dead-letter
-            producer config.
+            ``first_start="reset"`` with ``auto_offset_reset="error"``, a bad dead-letter
+            producer config, or ``retry_timeout_s`` below the database's
+            ``transaction_timeout_s``.
     """
 
     def __init__(
@@ -133,6 +136,15 @@ class DatabaseSink:
                 f"sdk.sink.postgresql(...)), got {type(database).__name__}",
                 field="database",
             )
+        bound = database.transaction_timeout_s
+        if bound is not None and retry_timeout_s < bound:
+            raise ConfigurationError(
+                f"retry_timeout_s: {retry_timeout_s:g}s is below the database's "
+                f"transaction_timeout_s ({bound:g}s): a member whose claim waits for a frozen "
+                "former owner's locks would give up before the server ends that owner's "
+                "transaction; raise retry_timeout_s or lower transaction_timeout_s",
+                field="retry_timeout_s",
+            )
         self.profile = profile
         self.guarantee = profile.guarantee
         self.topics = names
@@ -152,17 +164,15 @@ class DatabaseSink:
                 OFFSET_BEGINNING if profile.auto_offset_reset == "earliest" else OFFSET_END
             )
         self._poll_timeout = poll_timeout_s
-        self._retry_timeout = retry_timeout_s
         self._factory = client_factory
         self._client: ConsumerClient | None = None
-        self._session: Session | None = None
+        self._db = SinkConnection(
+            database, self.stats, retry_timeout_s, application_name(self._group)
+        )
         self._state = Lifecycle.NEW
         self._stop = threading.Event()
         self._held = Holdings(self._eos, self.stats, profile.auto_commit_interval_ms / 1000.0)
         self._callback_error: BaseException | None = None
-        self._failing_since: float | None = None
-        self._streak = 0  # transient errors since the last committed batch: the backoff
-        self._stale = False  # a transaction failed transiently: re-read positions first
         config = profile.render()
         strategy = str(config.get("partition.assignment.strategy", ""))
         self._incremental = config.get("group.protocol") == "consumer" or "cooperative" in strategy
@@ -199,15 +209,13 @@ class DatabaseSink:
         self._stop.set()
         self._state = Lifecycle.CLOSED
         client, self._client = self._client, None
-        session, self._session = self._session, None
         try:
             if client is not None:
                 self._held.flush_advice(client)
                 with suppress(Exception):
                     client.close()
         finally:
-            if session is not None:
-                session.close()
+            self._db.close()
             self._failure.close()
 
     # ------------------------------------------------------------------ public loops
@@ -285,7 +293,7 @@ class DatabaseSink:
                 last = time.monotonic()
                 while not self._stop.is_set():
                     self._raise_callback_error()
-                    if self._stale:
+                    if self._db.stale:
                         self._resync(client)
                     limit = self.profile.batch_size
                     if max_records is not None:
@@ -315,7 +323,7 @@ class DatabaseSink:
         if self._state is Lifecycle.CLOSED:
             raise ClosedError("this DatabaseSink is closed; create a new one")
         if self._client is None:
-            self._connected()  # creates or checks the positions table before joining
+            self._db.session()  # creates or checks the positions table before joining
             self._client = subscribed_client(
                 self._factory, dict(self.profile.render()), self.topics, self._health, self
             )
@@ -333,8 +341,7 @@ class DatabaseSink:
         """One batch, one transaction: positions (fenced), the handler's writes, commit."""
         session: Session | None = None
         try:
-            session = self._connected()
-            opened = session
+            session = opened = self._db.begin()
 
             def restart() -> None:
                 opened.rollback()
@@ -344,7 +351,6 @@ class DatabaseSink:
                 except DatabaseUnavailableError as exc:
                     raise Transient(exc) from exc
 
-            session.begin()
             self._advance(session, ends)
             self._body.write(session, handler, messages, per_record=per_record, restart=restart)
             session.commit()
@@ -355,18 +361,17 @@ class DatabaseSink:
             self._held.rewind(client, [tp for tp in ends if tp not in exc.partitions])
             return
         except Transient as exc:
-            self._transient(exc.error)
+            self._db.failed(exc.error)
             return
         except DatabaseUnavailableError as exc:
-            self._transient(exc)
+            self._db.failed(exc)
             return
         except BaseException:
             if session is not None:
                 session.rollback()
             self._held.rewind(client, list(ends))
             raise
-        self._failing_since = None
-        self._streak = 0
+        self._db.committed()
         self.stats.transactions += 1
         self._held.positions.update(ends)
         self._held.advise(client, ends)
@@ -384,46 +389,9 @@ class DatabaseSink:
                 raise Fenced(fenced)
 
     # ------------------------------------------------------------------ database failures
-    def _connected(self) -> Session:
-        if self._session is None:
-            self._session = self.database.session()
-        return self._session
-
-    def _transient(self, error: DatabaseUnavailableError) -> None:
-        """Roll back, drop the connection, wait; the next turn re-reads the positions.
-
-        Raises:
-            DatabaseUnavailableError: The errors have lasted ``retry_timeout_s``.
-        """
-        session, self._session = self._session, None
-        if session is not None:
-            session.rollback()
-            session.close()
-        self.stats.database_retries += 1
-        self.stats.note(str(error))
-        _log.warning("database: %s; retrying", error)
-        now = time.monotonic()
-        if self._failing_since is None:
-            self._failing_since = now
-        elif now - self._failing_since > self._retry_timeout:
-            raise error
-        self._stale = True
-        self._streak += 1
-        time.sleep(min(5.0, 0.05 * 2 ** min(self._streak, 7)))
-
-    def _retrying(self, call: Callable[[Session], Any]) -> Any:
-        """``call(session)``, retried on transient errors for up to ``retry_timeout_s``."""
-        while True:
-            try:
-                return call(self._connected())
-            except DatabaseUnavailableError as exc:
-                self._transient(exc)
-                if self._stop.is_set() and self._state is Lifecycle.CLOSED:
-                    raise
-
     def _resync(self, client: ConsumerClient) -> None:
         """After a failed transaction: find what committed, drop lost claims, seek back."""
-        self._stale = False
+        self._db.stale = False
         if not self._eos:
             self._held.rewind(client, list(self._held.positions) + list(self._held.first_seen))
             return
@@ -472,6 +440,12 @@ class DatabaseSink:
         self.stats.lost += 1
         keys = [(tp.topic, tp.partition) for tp in partitions]
         self._held.released(keys, lost=True)
+
+    def _retrying(self, call: Callable[[Session], Any]) -> Any:
+        return self._db.retrying(call, self._closed)
+
+    def _closed(self) -> bool:
+        return self._stop.is_set() and self._state is Lifecycle.CLOSED
 
     def _raise_callback_error(self) -> None:
         if self._callback_error is not None:
