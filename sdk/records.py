@@ -191,7 +191,7 @@ class ConsumerRecord:
         _, timestamp = self._raw.timestamp()
         return int(timestamp) if timestamp > 0 else None
 
-    def _fields(self) -> tuple[Any, ...]:
+    def _fields(self) -> tuple[object, ...]:
         return (
             self.topic,
             self.partition,

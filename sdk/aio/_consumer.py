@@ -21,7 +21,7 @@ import collections
 import concurrent.futures
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, TypeVarTuple
 
 from sdk._client import KafkaMessage
 from sdk._deprecation import renamed
@@ -32,6 +32,7 @@ from sdk.profiles import ConsumerProfile
 __all__ = ["AsyncConsumer"]
 
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 
 
 class AsyncConsumer:
@@ -209,6 +210,6 @@ class AsyncConsumer:
             self._store_acks()
         self._sync.close()
 
-    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+    async def _call(self, fn: Callable[[*Ts], T], *args: *Ts) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._worker, functools.partial(fn, *args))

@@ -34,7 +34,7 @@ import functools
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, TypeVarTuple
 
 from confluent_kafka import KafkaError
 
@@ -53,6 +53,7 @@ from sdk.profiles import ProducerProfile
 __all__ = ["AsyncProducer"]
 
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 _POLL_EVERY_S = 0.002
 """How often the poller serves delivery reports while records are in flight."""
 
@@ -476,7 +477,7 @@ class AsyncProducer:
         if fut is not None:
             _resolve(fut, handle)
 
-    async def _off_loop(self, fn: Callable[..., T], *args: Any) -> T:
+    async def _off_loop(self, fn: Callable[[*Ts], T], *args: *Ts) -> T:
         loop = self._bind()
         return await loop.run_in_executor(None, functools.partial(fn, *args))
 

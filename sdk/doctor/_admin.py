@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from confluent_kafka import TopicCollection
+from confluent_kafka import KafkaError, TopicCollection
 
 # the names live in private modules: confluent_kafka.admin re-exports them without __all__
 from confluent_kafka.admin._acl import AclBindingFilter, AclOperation, AclPermissionType
@@ -51,7 +51,7 @@ _log = logging.getLogger("sdk.doctor")
 T = TypeVar("T")
 
 
-def _names(operations: Any) -> frozenset[str] | None:
+def _names(operations: Iterable[AclOperation] | None) -> frozenset[str] | None:
     """Authorized operations as names; None when the broker did not report any.
 
     confluent-kafka turns an empty list into None, so for the cluster resource None can also
@@ -75,7 +75,7 @@ class ClusterReader:
         ConfigurationError: librdkafka refused the connection settings.
     """
 
-    _client_errors: list[Any]
+    _client_errors: list[KafkaError]
 
     def __init__(
         self,
@@ -337,7 +337,7 @@ class ClusterReader:
         return self._cached("acls", "transactional-id", read, "DESCRIBE on the cluster")
 
 
-def _source(source: Any) -> str:
+def _source(source: object) -> str:
     try:
         return ConfigSource(source).name
     except ValueError:

@@ -250,7 +250,7 @@ def _emit_error(args: argparse.Namespace, exc: SdkError) -> None:
         print(f"error: {exc}", file=sys.stderr)
 
 
-def _ids(ids: Any) -> str:
+def _ids(ids: Sequence[int]) -> str:
     return ",".join(map(str, ids)) or "-"
 
 

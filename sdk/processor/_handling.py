@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from sdk._client import KafkaMessage
 from sdk.core.session import TransactionSession
@@ -20,6 +20,12 @@ from sdk.observability import Telemetry
 from sdk.processor._records import BatchHandler, Handler, OutputRecord, ProcessorStats
 from sdk.profiles import Guarantee, ProcessingProfile
 from sdk.records import ConsumerRecord, handle_run, last_positions, view
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
+A = TypeVar("A")
+"""What a handler takes: a record, or a batch of them."""
 
 __all__ = ["HandlingLoop"]
 
@@ -189,7 +195,7 @@ class HandlingLoop:
         return outputs
 
     def _handle_unit(
-        self, arg: Any, fn: Callable[[Any], Iterable[OutputRecord]], msgs: list[KafkaMessage]
+        self, arg: A, fn: Callable[[A], Iterable[OutputRecord]], msgs: list[KafkaMessage]
     ) -> bool:
         """Handle one record (or batch); return False if the transaction was rewound."""
         if self.guarantee is _EOS:
@@ -220,7 +226,7 @@ class HandlingLoop:
             self._txn.span.add_input(len(msgs))
         return True
 
-    def _process_span(self, arg: Any, msgs: list[KafkaMessage]) -> AbstractContextManager[Any]:
+    def _process_span(self, arg: object, msgs: list[KafkaMessage]) -> AbstractContextManager[Span]:
         """``process <topic>`` per record, or one span per batch linking every record."""
         tx = self._txn.span
         if isinstance(arg, list):

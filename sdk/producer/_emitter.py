@@ -26,7 +26,12 @@ made the emitter hands it to the span, which adds ``emitted`` when its count is 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sdk._client import DeliveryCallback
+    from sdk.observability import TransactionSpan
+    from sdk.records import OutputRecord
 
 __all__ = ["Emitter"]
 
@@ -42,16 +47,16 @@ class Emitter:
 
     def __init__(
         self,
-        cls: type[tuple[Any, ...]],
-        produce: Callable[..., Any],
+        cls: type[OutputRecord],
+        produce: Callable[..., None],
         known: set[str],
-        enqueue: Callable[[Any, Any], None],
-        span: Any,
-        callback: Callable[..., Any] | None,
+        enqueue: Callable[[OutputRecord, TransactionSpan | None], None],
+        span: TransactionSpan | None,
+        callback: DeliveryCallback | None,
     ) -> None:
         emitted = 0
 
-        def emit(out: Any) -> None:
+        def emit(out: OutputRecord) -> None:
             nonlocal emitted
             if type(out) is cls:
                 topic, value, key, headers, partition = out
@@ -75,7 +80,7 @@ class Emitter:
         def count() -> int:
             return emitted
 
-        self.emit: Callable[[Any], None] = emit
+        self.emit: Callable[[OutputRecord], None] = emit
         """Queue one output (see the module docstring)."""
         self._count = count
 
