@@ -6,10 +6,11 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 from opentelemetry import metrics
 from opentelemetry.metrics import MeterProvider
+from opentelemetry.util.types import AttributeValue
 
 from sdk.errors import ConfigurationError
 from sdk.observability import _conventions as c
@@ -192,9 +193,14 @@ class MetricHooks:
         return list(self._lag.current())
 
 
-def attributes(topic: str, partition: int | None, group: str | None = None) -> dict[str, Any]:
+def attributes(
+    topic: str, partition: int | None, group: str | None = None
+) -> dict[str, AttributeValue]:
     """Metric attributes: system, topic, partition (if known), group (if given)."""
-    attrs: dict[str, Any] = {c.MESSAGING_SYSTEM: "kafka", c.MESSAGING_DESTINATION_NAME: topic}
+    attrs: dict[str, AttributeValue] = {
+        c.MESSAGING_SYSTEM: "kafka",
+        c.MESSAGING_DESTINATION_NAME: topic,
+    }
     if partition is not None and partition >= 0:
         attrs[c.MESSAGING_DESTINATION_PARTITION_ID] = str(partition)
     if group is not None:

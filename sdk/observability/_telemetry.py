@@ -6,7 +6,6 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
@@ -22,6 +21,7 @@ from opentelemetry.trace import (
     SpanKind,
     TracerProvider,
 )
+from opentelemetry.util.types import AttributeValue
 
 from sdk._message import KafkaMessage
 from sdk.observability import _conventions as c
@@ -201,7 +201,7 @@ class Telemetry(MetricHooks):
     def _send_span(
         self, topic: str, partition: int | None, key: bytes | str | None, tombstone: bool
     ) -> Iterator[Span]:
-        attrs: dict[str, Any] = {
+        attrs: dict[str, AttributeValue] = {
             c.MESSAGING_SYSTEM: "kafka",
             c.MESSAGING_OPERATION_TYPE: "send",
             c.MESSAGING_OPERATION_NAME: "send",
@@ -269,7 +269,7 @@ class Telemetry(MetricHooks):
         headers: Headers,
         transaction: TransactionSpan | None,
     ) -> Iterator[Span]:
-        attrs: dict[str, Any] = {
+        attrs: dict[str, AttributeValue] = {
             c.MESSAGING_SYSTEM: "kafka",
             c.MESSAGING_OPERATION_TYPE: "process",
             c.MESSAGING_OPERATION_NAME: "process",
@@ -318,7 +318,7 @@ class Telemetry(MetricHooks):
             with self._measured(topic or "", None, group, len(records)):
                 yield INVALID_SPAN
             return
-        attrs: dict[str, Any] = {
+        attrs: dict[str, AttributeValue] = {
             c.MESSAGING_SYSTEM: "kafka",
             c.MESSAGING_OPERATION_TYPE: "process",
             c.MESSAGING_OPERATION_NAME: "process",
@@ -346,7 +346,7 @@ class Telemetry(MetricHooks):
     def _timed_span(
         self,
         name: str,
-        attrs: dict[str, Any],
+        attrs: dict[str, AttributeValue],
         parent: Context | None,
         links: list[Link],
         topic: str,
@@ -400,7 +400,7 @@ class Telemetry(MetricHooks):
         if self.tracing_enabled():
             span = trace.get_current_span()
             if span.is_recording():
-                attrs: dict[str, Any] = {"kafka_semantics.dlq.topic": dlq_topic}
+                attrs: dict[str, AttributeValue] = {"kafka_semantics.dlq.topic": dlq_topic}
                 if error_type is not None:
                     attrs[c.ERROR_TYPE] = error_type
                 span.add_event("kafka_semantics.dead_lettered", attrs)
