@@ -70,9 +70,7 @@ class BrokerContact:
         clock: Seconds, monotonic (tests pass their own).
     """
 
-    def __init__(
-        self, config: dict[str, Any], clock: Callable[[], float] = time.monotonic
-    ) -> None:
+    def __init__(self, config: dict[str, Any], clock: Callable[[], float] = time.monotonic) -> None:
         self.bootstrap_servers = str(config.get("bootstrap.servers", ""))
         setup_ms = config.get("socket.connection.setup.timeout.ms", DEFAULT_CONNECT_TIMEOUT_MS)
         self.timeout_s = int(setup_ms) / 1000.0

@@ -48,13 +48,17 @@ def _sigint_free(handler: Any) -> bool:
 class _CtrlC:
     """The SIGINT handler of a run: the first press stops it, the second interrupts."""
 
-    def __init__(self, stop: Callable[[], None]) -> None:
+    def __init__(self, stop: Callable[[], None], second: Callable[..., Any] | None = None) -> None:
         self._stop = stop
+        self._second = second
         self.presses = 0
 
     def __call__(self, *_: Any) -> None:
         self.presses += 1
         if self.presses > 1:
+            if self._second is not None:  # asyncio.run's: cancels the main task, then raises
+                self._second(signal.SIGINT, None)
+                return
             raise KeyboardInterrupt
         _log.warning(
             "Ctrl-C: stopping after the record or batch in hand (Ctrl-C again to stop at once)"
@@ -95,7 +99,8 @@ def sigterm_stops(stop: Callable[[], None], enabled: bool | None) -> Iterator[No
     default = enabled is None and _main_thread()
     term = enabled or (default and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
     ctrl_c = (
-        _CtrlC(stop) if enabled or (default and _sigint_free(signal.getsignal(signal.SIGINT)))
+        _CtrlC(stop)
+        if enabled or (default and _sigint_free(signal.getsignal(signal.SIGINT)))
         else None
     )
     previous: dict[int, Any] = {}
@@ -123,8 +128,9 @@ def loop_sigterm_stops(
 
     ``loop.add_signal_handler`` runs the handlers as loop callbacks, not inside a signal
     frame. Called from a coroutine of ``loop``, so the current thread is the loop's. A second
-    Ctrl-C raises ``KeyboardInterrupt`` out of the loop (``asyncio.run`` then cancels the
-    awaiting task, which waits for the core to leave, as on any cancellation).
+    Ctrl-C goes to ``asyncio.run``'s own handler, which cancels the main task (the core
+    leaves as on any cancellation) and raises ``KeyboardInterrupt``; outside ``asyncio.run``
+    it raises ``KeyboardInterrupt`` out of the loop.
 
     Raises:
         ConfigurationError: ``enabled`` is True when ``loop`` does not run in the main thread
@@ -134,8 +140,12 @@ def loop_sigterm_stops(
     wanted: dict[int, Callable[..., None]] = {}
     if enabled or (default and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL):
         wanted[signal.SIGTERM] = _on_sigterm(stop)
-    if enabled or (default and _sigint_free(signal.getsignal(signal.SIGINT))):
-        wanted[signal.SIGINT] = _CtrlC(stop)
+    sigint = signal.getsignal(signal.SIGINT)
+    if enabled or (default and _sigint_free(sigint)):
+        runner = (
+            sigint if sigint is not signal.default_int_handler and _sigint_free(sigint) else None
+        )
+        wanted[signal.SIGINT] = _CtrlC(stop, second=runner)
     installed: dict[int, Any] = {}
     try:
         for signum, handler in wanted.items():
