@@ -176,17 +176,25 @@ class BrokerContact:
                 self.reached = True
         return True
 
-    def unreachable(self, context: str) -> BrokerUnreachableError:
-        """The error: the address, the bound, what was tried and what to check."""
+    def unreachable(self, context: str, bound: str | None = None) -> BrokerUnreachableError:
+        """The error: the address, the bound, what was tried and what to check.
+
+        Args:
+            context: What the front end was doing, starts the message.
+            bound: What bounded the wait, if not ``socket.connection.setup.timeout.ms``.
+        """
         from confluent_kafka import KafkaError
 
         tried = self.last_failure or "no answer to a metadata request"
         waited = self._clock() - self.started
+        bound = bound or (
+            f"the SDK gives up after socket.connection.setup.timeout.ms="
+            f"{self.timeout_s * 1000:.0f}, settable in the profile's extras"
+        )
         text = (
             f"{context}: no broker of bootstrap_servers {self.bootstrap_servers!r} answered in "
             f"{waited:.0f}s (last: {tried}); is the broker running, and is this its address "
-            f"and listener? (the SDK gives up after socket.connection.setup.timeout.ms="
-            f"{self.timeout_s * 1000:.0f}, settable in the profile's extras)"
+            f"and listener? ({bound})"
         )
         return BrokerUnreachableError(
             text, kafka_error=KafkaError(KafkaError._TRANSPORT, text, fatal=False)

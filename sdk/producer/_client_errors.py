@@ -143,7 +143,9 @@ class ClientErrors:
                     ) from err
                 contact = self.contact
                 if contact is not None and not contact.reached:
-                    error = contact.unreachable(context)
+                    error = contact.unreachable(
+                        context, f"the lookup waits metadata_timeout_s={timeout:g}"
+                    )
                     error.record = record
                     raise error from err
             raise

@@ -119,7 +119,7 @@ def test_repeated_lines_are_logged_once_then_once_a_minute(
     contact = _contact(clock)
     refused = KafkaError(KafkaError._TRANSPORT, REFUSED.format(ms=0).split("]: ", 1)[1])
     with caplog.at_level(logging.DEBUG, logger="sdk.librdkafka"):
-        for i in range(20 * 150):  # two and a half minutes at librdkafka's pace against a closed port
+        for i in range(20 * 150):  # 2.5 minutes at librdkafka's pace, port closed
             _refused(contact, ms=i % 3)
             contact.on_error(refused)  # the same failure through error_cb
             clock.now += 0.05

@@ -26,12 +26,15 @@ def test_the_first_ctrl_c_stops_and_says_so_the_second_interrupts(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     stops: list[int] = []
-    with caplog.at_level(logging.WARNING, logger="sdk"):
-        with pytest.raises(KeyboardInterrupt), sigterm_stops(lambda: stops.append(1), None):
-            signal.raise_signal(signal.SIGINT)
-            assert stops == [1]  # a request to stop, not an exception
-            signal.raise_signal(signal.SIGINT)
-            pytest.fail("the second Ctrl-C did not interrupt")
+    with (
+        caplog.at_level(logging.WARNING, logger="sdk"),
+        pytest.raises(KeyboardInterrupt),
+        sigterm_stops(lambda: stops.append(1), None),
+    ):
+        signal.raise_signal(signal.SIGINT)
+        assert stops == [1]  # a request to stop, not an exception
+        signal.raise_signal(signal.SIGINT)
+        pytest.fail("the second Ctrl-C did not interrupt")
     assert stops == [1]
     assert "Ctrl-C again to stop at once" in caplog.text
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
