@@ -143,7 +143,9 @@ def loop_sigterm_stops(
     sigint = signal.getsignal(signal.SIGINT)
     if enabled or (default and _sigint_free(sigint)):
         runner = (
-            sigint if sigint is not signal.default_int_handler and _sigint_free(sigint) else None
+            sigint
+            if callable(sigint) and sigint is not signal.default_int_handler
+            else None
         )
         wanted[signal.SIGINT] = _CtrlC(stop, second=runner)
     installed: dict[int, Any] = {}
