@@ -97,7 +97,7 @@ class ClientHealth:
             contact = self.contact
             unreachable = isinstance(self._last_error, BrokerUnreachableError)
             if unreachable and contact is not None and not contact.reached:
-                raise contact.unreachable("consume")  # names the address
+                raise contact.unreachable("consume", "idle_timeout_s ended the wait")
             raise self._last_error
 
 

@@ -118,6 +118,7 @@ def test_an_unreachable_broker_is_named_within_the_bound(
     assert "Traceback" not in run.err
 
 
+@pytest.mark.slow
 def test_the_default_bound_is_librdkafkas_connection_setup_timeout() -> None:
     """Without the extra: socket.connection.setup.timeout.ms's default, 30 s."""
     address = f"127.0.0.1:{free_port()}"
