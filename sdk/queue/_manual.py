@@ -116,7 +116,7 @@ class ManualAcknowledgement:
             self._ack_client = client
             taken, last = 0, time.monotonic()
             try:
-                while not self._stop.is_set():
+                while client is not None and not self._stop.is_set():
                     if max_records is not None and taken >= max_records:
                         break
                     if idle_s is not None and time.monotonic() - last >= idle_s:

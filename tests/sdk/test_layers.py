@@ -33,6 +33,7 @@ SDK = Path(__file__).resolve().parents[2] / "sdk"
 LAYERS: dict[str, int] = {
     "sdk.errors": 0,
     "sdk._client": 0,
+    "sdk._connection": 0,
     "sdk._deprecation": 0,
     "sdk._registry": 0,
     "sdk._signals": 0,
