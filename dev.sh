@@ -4,10 +4,13 @@
 #   ./dev.sh demo   - run the main demo against an embedded local Kafka broker
 #   ./dev.sh test   - run the whole test suite against real local brokers
 # Targets beyond the two set-up commands:
+#   ./dev.sh setup               - the set-up of `test` without running it (.ci/run)
 #   ./dev.sh reliability [args]  - fault pipeline / soak target (python -m tests.reliability.run)
 #   ./dev.sh bench [args]        - benchmarks against peers (python -m benchmarks.run)
-# Needs: python3 >= 3.11, java >= 17, mvn (only for the first jar download), go >= 1.22 (only
-# to build toxiproxy-server once, for the network-fault tests).
+# Needs (README.md, "Set-up"): python3 >= 3.11, java 17 or newer (the brokers and Spark), mvn
+# (first run: broker jars; the tests: Spark's Kafka connector jars). `test`, `setup` and
+# `reliability` also need go >= 1.22, once, to build toxiproxy-server (the network-fault proxy)
+# into the cache, unless one is on PATH or in $KSEM_TOXIPROXY; `demo` and `bench` never do.
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=.venv/bin/python
@@ -27,14 +30,23 @@ setup() {
     touch "$stamp"
   fi
   "$PY" -m sdk.testing.cluster fetch >/dev/null
-  "$PY" -m sdk.testing.toxiproxy install >/dev/null
+}
+
+# toxiproxy-server, for the network-fault tests only: located, or built once with Go
+network_proxy() {
+  if ! "$PY" -m sdk.testing.toxiproxy install >/dev/null; then
+    echo "dev.sh: '${1}' needs toxiproxy-server for the network-fault tests; see above for how" \
+      "to get it (README.md, Set-up: Go >= 1.22 for ./dev.sh test). './dev.sh demo' does not" \
+      "need it." >&2
+    exit 2
+  fi
 }
 
 case "${1:-}" in
   demo) shift; setup; exec "$PY" examples/guarantees_demo.py "$@" ;;
-  test) shift; setup; exec "$PY" -m pytest "$@" ;;
-  reliability) shift; setup; exec "$PY" -m tests.reliability.run "$@" ;;
+  test) shift; setup; network_proxy test; exec "$PY" -m pytest "$@" ;;
+  reliability) shift; setup; network_proxy reliability; exec "$PY" -m tests.reliability.run "$@" ;;
   bench) shift; setup; exec "$PY" -m benchmarks.run "$@" ;;
-  setup) setup ;;
+  setup) setup; network_proxy setup ;;
   *) echo "usage: ./dev.sh demo|test|reliability|bench [args...]" >&2; exit 2 ;;
 esac

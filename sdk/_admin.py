@@ -14,7 +14,6 @@ translated at the seam, :mod:`sdk._client`, like every other client's).
 from __future__ import annotations
 
 import concurrent.futures
-import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -39,6 +38,7 @@ if TYPE_CHECKING:  # confluent-kafka's package does not re-export them for type 
 __all__ = [
     "CONNECTION_PREFIXES",
     "AdminApi",
+    "LogSink",
     "admin_client",
     "admin_config",
     "client_config",
@@ -49,6 +49,14 @@ CONNECTION_PREFIXES = ("security.", "ssl.", "sasl.", "enable.ssl.")
 """The librdkafka keys (by prefix) that decide whether a connection works: TLS and SASL."""
 
 Future = concurrent.futures.Future
+
+
+class LogSink(Protocol):
+    """Where librdkafka's log lines go: a ``logging.Logger``, or a ``BrokerContact``."""
+
+    def log(self, level: int, msg: str, /, *args: Any) -> None:
+        """One line: ``log(level, "%s [%s] %s", facility, client name, text)``."""
+        ...
 
 
 @runtime_checkable
@@ -173,7 +181,7 @@ def admin_config(
 def admin_client(
     config: Mapping[str, Any],
     *,
-    logger: logging.Logger | None = None,
+    logger: LogSink | None = None,
     error_cb: Callable[[KafkaError], None] | None = None,
 ) -> AdminApi:
     """An ``AdminClient`` (the one place the SDK makes one).
@@ -199,7 +207,7 @@ def admin_client(
 def client_config(
     config: Mapping[str, Any],
     *,
-    logger: logging.Logger | None = None,
+    logger: LogSink | None = None,
     error_cb: Callable[[KafkaError], None] | None = None,
 ) -> dict[str, Any]:
     """The config :func:`admin_client` gives librdkafka (the callbacks added)."""

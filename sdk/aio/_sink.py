@@ -113,6 +113,7 @@ class AsyncDatabase:
             driver's.
         positions_table: The positions table's name.
         transaction_timeout_s: As :class:`~sdk.sink.Database`.
+        end_frozen_holders: As :class:`~sdk.sink.Database`.
     """
 
     def __init__(
@@ -122,16 +123,19 @@ class AsyncDatabase:
         *,
         positions_table: str = "kafka_sink_positions",
         transaction_timeout_s: float | None = None,
+        end_frozen_holders: bool = False,
     ) -> None:
         self.connect = connect
         self.dialect = dialect
         self.positions_table = positions_table
         self.transaction_timeout_s = transaction_timeout_s
+        self.end_frozen_holders = end_frozen_holders
         Database(  # validates them all
             lambda: None,
             dialect,
             positions_table=positions_table,
             transaction_timeout_s=transaction_timeout_s,
+            end_frozen_holders=end_frozen_holders,
         )
 
 
@@ -139,6 +143,7 @@ def async_postgresql(
     conninfo: str,
     *,
     transaction_timeout_s: float | None = 60.0,
+    end_frozen_holders: bool = False,
     idle_in_transaction_timeout_s: float = 60.0,
     lock_timeout_s: float = 10.0,
     connect_timeout_s: float = 10.0,
@@ -161,6 +166,7 @@ def async_postgresql(
         "postgresql",
         positions_table=positions_table,
         transaction_timeout_s=transaction_timeout_s,
+        end_frozen_holders=end_frozen_holders,
     )
 
 
@@ -207,6 +213,7 @@ class AsyncDatabaseSink:
             database.dialect,
             positions_table=database.positions_table,
             transaction_timeout_s=database.transaction_timeout_s,
+            end_frozen_holders=database.end_frozen_holders,
         )
         self._sync = DatabaseSink(profile, topics, bridged, **options)
         # every call into the sync sink runs here: one thread owns the librdkafka client

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaError, TopicPartition
 
 from sdk._client import ConsumerClient, KafkaMessage, call_kafka, consume_ready
+from sdk._connection import BrokerContact
 from sdk.consumer._records import ConsumerStats
 from sdk.errors import (
     AuthenticationError,
@@ -34,6 +35,10 @@ class ClientHealth:
     bounds only the wait for a broker that does not answer or refuses the credentials; the
     run then raises that error instead of returning as if there were no records.
 
+    Without ``idle_timeout_s`` a client that has reached no broker at all since it started
+    raises :class:`BrokerUnreachableError` after ``socket.connection.setup.timeout.ms``
+    (:class:`~sdk._connection.BrokerContact`, set by :func:`subscribed_client`).
+
     Args:
         stats: The consumer's counters (non-fatal client errors are noted there).
     """
@@ -44,9 +49,12 @@ class ClientHealth:
         self._last_error: KafkaClientError | None = None
         self._auth_failure: AuthenticationError | None = None
         self._fatal: BaseException | None = None
+        self.contact: BrokerContact | None = None
 
     def on_error(self, kafka_error: KafkaError) -> None:
         """The client's ``error_cb``: remember the error; a fatal one is raised by the loop."""
+        if self.contact is not None:
+            self.contact.on_error(kafka_error)  # a connection error is logged there, collapsed
         error = from_kafka_error(kafka_error, context="consumer")
         self._last_error = error
         if isinstance(error, AuthenticationError):
@@ -65,6 +73,8 @@ class ClientHealth:
     def assigned(self) -> None:
         """Partitions were assigned: idleness counts from now."""
         self.assigned_at = time.monotonic()
+        if self.contact is not None:
+            self.contact.note_reached()
 
     def idle_for(self, last_record: float) -> float:
         """Seconds without records since partitions were assigned (0 while joining)."""
@@ -84,7 +94,13 @@ class ClientHealth:
             KafkaClientError: No broker answered (BrokerUnreachableError) or another error.
         """
         if self.assigned_at is None and self._last_error is not None:
-            raise self._auth_failure or self._last_error
+            if self._auth_failure is not None:
+                raise self._auth_failure
+            contact = self.contact
+            unreachable = isinstance(self._last_error, BrokerUnreachableError)
+            if unreachable and contact is not None and not contact.reached:
+                raise contact.unreachable("consume", "idle_timeout_s ended the wait")
+            raise self._last_error
 
 
 def poll_records(
@@ -100,6 +116,8 @@ def poll_records(
     Partition EOF events are skipped; other non-fatal events are noted and logged.
 
     Raises:
+        BrokerUnreachableError: No broker answered since the client started, for
+            ``socket.connection.setup.timeout.ms``.
         KafkaClientError: A fatal client error, an unknown topic or a missing ACL (nothing of
             the batch was handled or committed).
     """
@@ -107,6 +125,14 @@ def poll_records(
 
     messages = call_kafka(lambda: consume_ready(client, limit, timeout_s), context="consume")
     health.raise_fatal()
+    contact = health.contact
+    if contact is not None and not contact.reached:  # until the first contact: one check
+        if messages:
+            contact.note_reached()
+        else:
+            contact.check(
+                lambda t: client.list_topics(timeout=t), f"consume from {', '.join(topics)}"
+            )
     out = [message for message in messages if message.error() is None]
     if len(out) == len(messages):
         return out  # the common case: no event in the batch
@@ -146,7 +172,8 @@ def subscribed_client(
 
     Args:
         factory: Builds the client from the config; None: ``confluent_kafka.Consumer``.
-        config: The rendered librdkafka configuration (``error_cb`` is added).
+        config: The rendered librdkafka configuration (``error_cb`` and ``logger`` are added:
+            librdkafka's log goes to ``sdk.librdkafka``, repeats collapsed).
         topics: Topics to subscribe to.
         health: Receives the client's error events.
         callbacks: Has ``_on_assign``, ``_on_revoke`` and ``_on_lost`` (the front end).
@@ -158,7 +185,9 @@ def subscribed_client(
         from confluent_kafka import Consumer as _Client
 
         factory = _Client
+    health.contact = BrokerContact(config)
     config["error_cb"] = health.on_error
+    config["logger"] = health.contact
     try:
         client = factory(config)
     except Exception as exc:  # KafkaException for a bad librdkafka key/value

@@ -168,13 +168,19 @@ class TransactionSession:
         return self.output.timeout_s
 
     # ------------------------------------------------------------------ the steps
-    def start(self, timeout: float | None = None) -> None:
-        """Create the client and run ``init_transactions()`` (fences older epochs).
+    def start(
+        self, timeout: float | None = None, stopped: Callable[[], bool] | None = None
+    ) -> bool:
+        """Create the client, wait for a broker, run ``init_transactions()`` (fences older epochs).
+
+        Returns:
+            False if ``stopped()`` became true before a broker answered (nothing started).
 
         Raises:
+            BrokerUnreachableError: No broker answered for ``socket.connection.setup.timeout.ms``.
             KafkaClientError: init_transactions failed after retries.
         """
-        self.output.start(timeout)
+        return self.output.start(timeout, stopped)
 
     def begin(self) -> None:
         """Begin a transaction unless one is open (initializing transactions first if needed).

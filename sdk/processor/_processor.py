@@ -12,6 +12,7 @@ from confluent_kafka import Consumer as _ConsumerClient
 from confluent_kafka import TopicPartition
 
 from sdk._client import ConsumerClient, KafkaMessage, ProducerClient, call_kafka, consume_ready
+from sdk._connection import BrokerContact
 from sdk._deprecation import moved, renamed
 from sdk._signals import sigterm_stops
 from sdk.consumer.engine import HandledMarks, commit_before_handling, member_id
@@ -237,6 +238,8 @@ class Processor(HandlingLoop):
                 or ``handle_sigterm=True`` outside the main thread.
             ProducerFencedError: Fenced with ``on_fenced="raise"`` (or fatal producer error).
             HandlerError: The handler failed with ``failure.on_failure="stop"``.
+            BrokerUnreachableError: No broker of ``bootstrap_servers`` answered at the start,
+                for ``socket.connection.setup.timeout.ms`` (30 s unless set in ``extras``).
             KafkaClientError: Another unrecoverable Kafka error.
             DoctorError: ``verify_cluster=True`` and a check of the cluster failed.
         """
@@ -367,8 +370,13 @@ class Processor(HandlingLoop):
                 "producer_config": redact(self._producer.config),
             },
         )
+        config["logger"] = BrokerContact(config)  # librdkafka's log, repeats collapsed
         self._consumer = self._consumer_factory(config)
-        self._txn.start()  # exactly_once: init_transactions fences older epochs first
+        # exactly_once: init_transactions fences older epochs first; before it (every
+        # guarantee) a broker must answer: BrokerUnreachableError names the address if none
+        # does, and a stop request (Ctrl-C) ends the wait
+        if not self._txn.start(stopped=self._stop.is_set):
+            return
         self._consumer.subscribe(
             self.topics,
             on_assign=self._on_assign,

@@ -14,6 +14,7 @@ from typing import Any
 from confluent_kafka import KafkaError
 
 from sdk._client import ProducerClient, translating
+from sdk._connection import BrokerContact
 from sdk.errors import (
     AuthenticationError,
     AuthorizationError,
@@ -40,12 +41,15 @@ class ClientErrors:
     Attributes:
         fatal: The first fatal (or authorization) error; the client is unusable after it.
         auth_failure: The last authentication failure (librdkafka keeps retrying).
+        contact: The current client's contact with the cluster (its ``logger`` too); None
+            before the first client.
     """
 
     def __init__(self, *, transactional: bool) -> None:
         self._transactional = transactional
         self.fatal: KafkaClientError | None = None
         self.auth_failure: AuthenticationError | None = None
+        self.contact: BrokerContact | None = None
 
     def create_client(
         self, factory: Callable[[dict[str, Any]], ProducerClient] | None, config: dict[str, Any]
@@ -63,16 +67,25 @@ class ClientErrors:
             from confluent_kafka import Producer as _Client
 
             factory = _Client
+        # a new client (a new transactional epoch) of the same cluster keeps the contact made
+        contact = BrokerContact(config)
+        if self.contact is not None and self.contact.reached:
+            contact.note_reached()
+        self.contact = contact
         try:
             # error_cb: librdkafka's client-level errors (e.g. a fatal
             # CLUSTER_AUTHORIZATION_FAILED for the idempotent producer id) reach the SDK
-            # instead of escaping from flush()/poll() as a raw KafkaError
-            return factory(dict(config, error_cb=self.on_error))
+            # instead of escaping from flush()/poll() as a raw KafkaError; logger: librdkafka's
+            # log to sdk.librdkafka, repeats collapsed
+            return factory(dict(config, error_cb=self.on_error, logger=contact))
         except Exception as exc:  # KafkaException for a bad librdkafka key/value
             raise config_error(exc) from exc
 
     def on_error(self, err: KafkaError) -> None:
         """The client's ``error_cb``: translate, keep what must be raised later, log."""
+        contact = self.contact
+        if contact is not None and contact.on_error(err):
+            return  # a connection error: logged there, collapsed (librdkafka repeats them)
         error = from_kafka_error(err, context="producer", transactional=self._transactional)
         if isinstance(error, AuthenticationError):
             self.auth_failure = error  # librdkafka retries; a lookup that times out names it
@@ -109,6 +122,8 @@ class ClientErrors:
         Raises:
             UnknownTopicError: The topic does not exist.
             AuthenticationError: The lookup failed and error_cb reported bad credentials.
+            BrokerUnreachableError: The lookup failed and no broker was ever reached (the
+                message names the bootstrap servers and the last connection error).
             KafkaClientError: The lookup failed otherwise (translated).
         """
         topic = record.topic
@@ -128,7 +143,16 @@ class ClientErrors:
                         kafka_error=auth.kafka_error,
                         record=record,
                     ) from err
+                contact = self.contact
+                if contact is not None and not contact.reached:
+                    error = contact.unreachable(
+                        context, f"the lookup waits metadata_timeout_s={timeout:g}"
+                    )
+                    error.record = record
+                    raise error from err
             raise
+        if self.contact is not None:
+            self.contact.note_reached()
         info = meta.topics.get(topic)
         if info is None or (info.error is None and not info.partitions):
             raise UnknownTopicError(f"{context}: topic {topic!r} does not exist", record=record)

@@ -66,6 +66,8 @@ class ClientSlot:
         self._factory = factory
         self._config = config
         self._errors = errors
+        self.errors = errors
+        """What the client's ``error_cb`` reported, and its contact with the cluster."""
         self._router = router
         self._hot = hot
         self._known_topics = known_topics

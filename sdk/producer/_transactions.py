@@ -63,6 +63,10 @@ STALL_GRACE_S = 5.0
 """Extra seconds a bounded call gets beyond its own timeout before it counts as stuck."""
 
 
+def _never() -> bool:
+    return False
+
+
 class CallStuckError(Exception):
     """A librdkafka call did not return within its own timeout plus the grace."""
 
@@ -182,18 +186,45 @@ class TransactionalOutput:
             )
         return self
 
-    def start(self, timeout: float | None = None) -> None:
-        """Create the client and run ``init_transactions()`` (fences older epochs).
+    def start(
+        self, timeout: float | None = None, stopped: Callable[[], bool] | None = None
+    ) -> bool:
+        """Create the client, wait for a broker, run ``init_transactions()`` (fences older epochs).
+
+        Until the Producer has reached a broker, a metadata request is made first, every
+        second or so: an address where nothing answers fails after
+        ``socket.connection.setup.timeout.ms`` with the address named (instead of an
+        ``init_transactions`` timeout that points at transactions), and a stop request is seen
+        meanwhile.
+
+        Args:
+            timeout: Seconds for ``init_transactions`` (default: the call timeout).
+            stopped: A stop request ends the wait for a broker (then False is returned).
+
+        Returns:
+            False if ``stopped()`` became true before a broker answered (nothing was started).
 
         Raises:
+            BrokerUnreachableError: No broker of ``bootstrap.servers`` answered in time.
             KafkaClientError: init_transactions failed after retries.
         """
         client = self.client()
+        contact = self._slot.errors.contact
+        if contact is not None and not contact.reached:
+            context = "init_transactions" if self.transactional else "producer start"
+            if not contact.wait(
+                lambda t: client.list_topics(timeout=t),
+                stopped or _never,
+                context,
+                serve=lambda: self._slot.serve(0),
+            ):
+                return False
         if self.transactional:
             t = self.timeout_s if timeout is None else timeout
             self._call(lambda: client.init_transactions(t), "init_transactions")
             self.initialized = True
         self.open = False
+        return True
 
     def begin(self) -> None:
         """Begin a transaction unless one is open (initializing transactions first if needed).

@@ -33,7 +33,7 @@ import yaml
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from sdk.errors import ConfigurationError
-from sdk.profiles._base import ProfileModel
+from sdk.profiles._base import ProfileModel, did_you_mean, unknown_keys
 from sdk.profiles._common import Guarantee, parse_guarantee
 from sdk.profiles._consumer import ConsumerProfile
 from sdk.profiles._processing import ProcessingProfile
@@ -98,6 +98,7 @@ class ProfileSet:
                 field="profiles",
             )
         raw = self._raw[name]
+        self._check_keys(name, raw)
         if "guarantee" not in raw:
             raise ConfigurationError(
                 f"profiles.{name}.guarantee: every profile needs a guarantee",
@@ -109,29 +110,46 @@ class ProfileSet:
             raise ConfigurationError(
                 f"profiles.{name}.{exc}", field=f"profiles.{name}.guarantee"
             ) from None
-        for side in _SIDES:
-            if side in raw and raw[side] is None:
-                raw[side] = {}
-            elif side in raw and not isinstance(raw[side], Mapping):
-                raise ConfigurationError(
-                    f"profiles.{name}.{side}: expected a mapping of settings, got "
-                    f"{type(raw[side]).__name__}",
-                    field=f"profiles.{name}.{side}",
-                )
-        unknown = (
-            set(raw)
-            - set(ProducerProfile.model_fields)
-            - set(ConsumerProfile.model_fields)
-            - set(ProcessingProfile.model_fields)
-            - set(QueueProfile.model_fields)
-            - set(_SIDES)
-        )
-        if unknown:
-            raise ConfigurationError(
-                f"profiles.{name}: unknown key(s) {sorted(unknown)}",
-                field=f"profiles.{name}.{sorted(unknown)[0]}",
-            )
         return raw
+
+    @staticmethod
+    def _check_keys(name: str, raw: dict[str, Any]) -> None:
+        """Every key known, at any depth (a side's settings, ``failure``, ``security``).
+
+        Raises:
+            ConfigurationError: The unknown keys with their full paths, each with the
+                closest known key.
+        """
+        models: dict[str, type[ProfileModel]] = {
+            "producer": ProducerProfile,
+            "consumer": ConsumerProfile,
+            "processing": ProcessingProfile,
+            "queue": QueueProfile,
+        }
+        known = {key for model in models.values() for key in model.model_fields} | set(_SIDES)
+        problems = []
+        for key, value in raw.items():
+            if key not in known:
+                problems.append(f"{key}: unknown key{did_you_mean(key, sorted(known))}")
+            elif key in _SIDES:
+                if value is None:
+                    raw[key] = {}
+                elif not isinstance(value, Mapping):
+                    raise ConfigurationError(
+                        f"profiles.{name}.{key}: expected a mapping of settings, got "
+                        f"{type(value).__name__}",
+                        field=f"profiles.{name}.{key}",
+                    )
+                else:
+                    problems += unknown_keys(models[key], value, f"{key}.")
+            elif isinstance(value, Mapping):
+                owner = next(m for m in models.values() if key in m.model_fields)
+                problems += unknown_keys(owner, {key: value})
+        if problems:
+            raise ConfigurationError(
+                "; ".join(f"profiles.{name}.{problem}" for problem in problems),
+                field=f"profiles.{name}.{problems[0].split(':', 1)[0]}",
+            )
 
     def producer(self, name: str, **overrides: Any) -> ProducerProfile:
         """Build the producer profile of ``name`` (keyword overrides win).

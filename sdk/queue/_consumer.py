@@ -37,6 +37,7 @@ from confluent_kafka import (
 )
 
 from sdk._client import KafkaMessage, ShareConsumerClient, share_consumer, translating
+from sdk._connection import BrokerContact
 from sdk._deprecation import renamed
 from sdk._signals import sigterm_stops
 from sdk.consumer.engine import RecordDecoder, dead_letter_sink
@@ -118,6 +119,7 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         self._factory = consumer_factory
         self._lock_ms = profile.record_lock_duration_ms or 30_000
         self._client: ShareConsumerClient | None = None
+        self._contact: BrokerContact | None = None
         self._closed = False
         self._stop = threading.Event()
         self._polled_at = 0.0
@@ -152,15 +154,23 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
             if self._dlq is not None:
                 self._dlq.close()
 
-    def _open(self) -> ShareConsumerClient:
+    def _open(self) -> ShareConsumerClient | None:
         if self._closed:
             raise ClosedError("QueueConsumer used after close()")
         if self._client is None:
             if self.profile.apply_group_config:
-                applied = apply_group_config(self.profile)
+                applied = apply_group_config(self.profile, stopped=self._stop.is_set)
+                if applied is None:
+                    return None  # stopped (Ctrl-C) before a broker answered
                 self.stats.note(f"group {self.profile.group_id!r} configs set: {applied}")
+            config: dict[str, Any] = dict(self.profile.render())
+            self._contact = BrokerContact(config)
+            config["logger"] = self._contact  # librdkafka's log, repeats collapsed
+            config["error_cb"] = self._contact.on_error
+            if self.profile.apply_group_config:
+                self._contact.note_reached()  # the admin client reached the cluster
             try:
-                client = self._factory(dict(self.profile.render()))
+                client = self._factory(config)
             except Exception as exc:  # KafkaException for a bad librdkafka key/value
                 raise ConfigurationError(
                     f"librdkafka refused the share consumer configuration: {exc}"
@@ -249,7 +259,7 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
     ) -> QueueStats:
         with sigterm_stops(self.stop, handle_sigterm), self._running() as client:
             taken, last = 0, time.monotonic()
-            while not self._stop.is_set():
+            while client is not None and not self._stop.is_set():
                 if max_records is not None and taken >= max_records:
                     break
                 if idle_s is not None and time.monotonic() - last >= idle_s:
@@ -267,8 +277,13 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         return self.stats
 
     @contextmanager
-    def _running(self) -> Iterator[ShareConsumerClient]:
+    def _running(self) -> Iterator[ShareConsumerClient | None]:
+        """The open client (None: stopped before a broker answered; the run returns)."""
         client = self._open()
+        if client is None:
+            self._stop.clear()
+            yield None
+            return
         self._stop.clear()
         try:
             yield client
@@ -281,6 +296,12 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
 
     def _poll(self, client: ShareConsumerClient) -> list[KafkaMessage]:
         polled = _seam(lambda: client.poll(self.profile.poll_timeout_ms / 1000.0), "poll")
+        contact = self._contact
+        if contact is not None and not contact.reached:  # until the first contact
+            if polled:
+                contact.note_reached()
+            else:  # no metadata call on a share consumer: its connection errors decide
+                contact.check(None, f"share-group poll of {', '.join(self.topics)}")
         # confluent-kafka 2.16 returns Messages, a read-only sequence over a list, whose
         # records() copies that list. What follows wants a list (handle_run indexes it)
         messages = polled if type(polled) is list else _as_list(polled)

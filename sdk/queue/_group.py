@@ -8,6 +8,8 @@ renders (incremental SET, so other group configs stay as they are).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from confluent_kafka import KafkaError
 
 # the names live in private modules: confluent_kafka.admin re-exports them without __all__
@@ -15,6 +17,7 @@ from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, Config
 from confluent_kafka.admin._resource import ResourceType
 
 from sdk._client import admin_client, admin_config, translating
+from sdk._connection import BrokerContact
 from sdk.errors import ConfigurationError, KafkaClientError, KafkaTimeoutError, SdkError
 from sdk.profiles import QueueProfile
 
@@ -42,26 +45,47 @@ _FIELDS = {
 }
 
 
-def apply_group_config(profile: QueueProfile, *, timeout_s: float = 30.0) -> dict[str, str]:
+def apply_group_config(
+    profile: QueueProfile,
+    *,
+    timeout_s: float = 30.0,
+    stopped: Callable[[], bool] | None = None,
+) -> dict[str, str] | None:
     """Set the share group's configs from ``profile`` (what ``profile explain`` shows).
+
+    A broker must answer a metadata request first: if none of ``bootstrap_servers`` does for
+    ``socket.connection.setup.timeout.ms`` (30 s unless set in the profile's ``extras``), the
+    error names the address instead of a timeout of the admin call.
 
     Args:
         profile: The queue profile (its ``group_id`` and :meth:`QueueProfile.group_config`).
         timeout_s: Seconds to wait for the broker.
+        stopped: Checked while waiting for a broker: a stop request (Ctrl-C) ends the wait.
 
     Returns:
-        The configs that were set.
+        The configs that were set; None if ``stopped()`` became true before a broker answered.
 
     Raises:
+        BrokerUnreachableError: No broker answered (the message names the address).
         ConfigurationError: The broker refused a value (e.g. a lock duration outside its
             ``group.share.min/max.record.lock.duration.ms``); the profile field is named.
         KafkaClientError: The broker could not set them (no share-group support: the message
             says what is needed; no ACL to alter group configs; unreachable).
     """
     configs = profile.group_config()
-    admin = admin_client(
-        admin_config(profile.bootstrap_servers, profile.security.render(), profile.extras)
-    )
+    config = admin_config(profile.bootstrap_servers, profile.security.render(), profile.extras)
+    extras = profile.render()  # the bound, if the profile's extras set it
+    if "socket.connection.setup.timeout.ms" in extras:
+        config["socket.connection.setup.timeout.ms"] = extras["socket.connection.setup.timeout.ms"]
+    contact = BrokerContact(config)
+    admin = admin_client(config, logger=contact)  # librdkafka's log, repeats collapsed
+    if not contact.wait(
+        lambda t: admin.list_topics(timeout=t),
+        stopped or (lambda: False),
+        f"setting the share-group configs of {profile.group_id!r}",
+        serve=lambda: admin.poll(0),
+    ):
+        return None
     resource = ConfigResource(
         ResourceType.GROUP,
         profile.group_id,

@@ -67,7 +67,7 @@ class ManualAcknowledgement:
     stats: QueueStats
     _stop: threading.Event
     stop: Callable[[], None]
-    _running: Callable[[], AbstractContextManager[ShareConsumerClient]]
+    _running: Callable[[], AbstractContextManager[ShareConsumerClient | None]]
     _poll: Callable[[ShareConsumerClient], list[KafkaMessage]]
     _decode: Callable[[KafkaMessage], ConsumerRecord | SerializationError]
     _check_slow: Callable[[KafkaMessage], None]
@@ -117,7 +117,7 @@ class ManualAcknowledgement:
             self._ack_client = client
             taken, last = 0, time.monotonic()
             try:
-                while not self._stop.is_set():
+                while client is not None and not self._stop.is_set():
                     if max_records is not None and taken >= max_records:
                         break
                     if idle_s is not None and time.monotonic() - last >= idle_s:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sdk.errors import DatabaseUnavailableError
+from sdk.errors import DatabaseError, DatabaseUnavailableError
 from sdk.sink._database import Database, Holder, Session
 from sdk.sink._records import SinkStats
 
@@ -150,15 +150,38 @@ class SinkConnection:
         )
 
     def _blocked(self) -> str:
-        """A lock wait ran out: name the sessions holding the positions rows' locks."""
+        """A lock wait ran out: name the sessions holding the positions rows' locks.
+
+        With ``end_frozen_holders``, end those of this group open past the bound.
+        """
         self.stats.lock_waits += 1
         holders: list[Holder] = []
-        if self._session is not None:
-            holders = self._session.holders()
+        session = self._session
+        if session is not None:
+            holders = session.holders()
         self.stats.blocked_by = "; ".join(str(h) for h in holders[:3])
         if not holders:
             return ""
-        return f"; the positions rows are locked by {self.stats.blocked_by}"
+        why = f"; the positions rows are locked by {self.stats.blocked_by}"
+        bound = self.database.transaction_timeout_s
+        if session is None or bound is None or not self.database.end_frozen_holders:
+            return why
+        ours = self.name.rsplit(" ", 1)[0] + " "  # "ksem-sink GROUP ": the same group
+        for holder in holders:
+            if holder.application_name.startswith(ours) and holder.seconds > bound:
+                try:
+                    ended = session.terminate(holder.pid)
+                except DatabaseError as exc:
+                    _log.warning("end_frozen_holders: could not end %s: %s", holder, exc)
+                    continue
+                if ended:
+                    self.stats.holders_ended += 1
+                    _log.warning(
+                        "ended %s: its transaction was open past transaction_timeout_s (%gs)",
+                        holder,
+                        bound,
+                    )
+        return why
 
     def _transient(
         self, error: DatabaseUnavailableError, why: str, *, waited: bool = False

@@ -175,6 +175,26 @@ class Session:
             return []
         return [Holder(int(p), str(n), str(s), float(t or 0.0)) for p, n, s, t in rows]
 
+    def terminate(self, pid: int) -> bool:
+        """End another session (PostgreSQL: ``pg_terminate_backend``); False if refused.
+
+        Raises:
+            DatabaseUnavailableError: Transient.
+            DatabaseError: The dialect cannot, or the role may not (``pg_signal_backend``).
+        """
+        if self.dialect.terminate is None:
+            raise DatabaseError(f"the {self.dialect.name} dialect cannot end another session")
+        with translating(self.dialect, f"ending session {pid}"):
+            try:
+                (ended,) = self._execute(
+                    self.dialect.sql(self.dialect.terminate, self.table), (pid,)
+                ).fetchall()[0]
+                self.connection.rollback()
+            except BaseException:
+                self.rollback()
+                raise
+        return bool(ended)
+
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         cursor = self.transaction.cursor
         cursor.execute(sql, params)
@@ -302,6 +322,11 @@ class Database:
             dialect can (PostgreSQL 17 and later), the server ends the session past it, so a
             frozen member never holds its partitions' positions rows for longer. None: no
             bound.
+        end_frozen_holders: When a claim's lock wait runs out, end the sessions of the same
+            group (named by the sink) whose transaction has been open for longer than
+            ``transaction_timeout_s`` (PostgreSQL: ``pg_terminate_backend``; the same role,
+            or ``pg_signal_backend``). For what the server's bound cannot end: a member
+            frozen inside a ``COPY``, any frozen member on PostgreSQL 16 and older.
 
     Raises:
         ConfigurationError: An unknown dialect or a positions table name that is not a plain
@@ -316,7 +341,14 @@ class Database:
         positions_table: str = "kafka_sink_positions",
         create_table: bool = True,
         transaction_timeout_s: float | None = None,
+        end_frozen_holders: bool = False,
     ) -> None:
+        if end_frozen_holders and transaction_timeout_s is None:
+            raise ConfigurationError(
+                "end_frozen_holders: needs transaction_timeout_s (a session is frozen when its "
+                "transaction has been open for longer)",
+                field="end_frozen_holders",
+            )
         if transaction_timeout_s is not None and transaction_timeout_s <= 0:
             raise ConfigurationError(
                 f"transaction_timeout_s: {transaction_timeout_s!r}; give a positive number of "
@@ -333,6 +365,7 @@ class Database:
         self.positions_table = positions_table
         self.create_table = create_table
         self.transaction_timeout_s = transaction_timeout_s
+        self.end_frozen_holders = end_frozen_holders
         self._connect = connect
         self._checked = False
 

@@ -129,6 +129,8 @@ class Dialect:
         holders: Optional: the sessions in a transaction that hold a write lock on the
             positions table, oldest first, as rows of (pid, application_name, state, seconds
             in the transaction). Parameter: the table's name.
+        terminate: Optional: ends another session (for ``end_frozen_holders``). Parameter: its
+            pid.
         rearm: Optional: a statement run after each :meth:`Transaction.executemany` on a
             connection whose transactions :attr:`configure` could not bound (PostgreSQL 16 and
             older: a pipelined ``executemany`` leaves ``idle_in_transaction_session_timeout``
@@ -157,6 +159,7 @@ class Dialect:
     is_lock_wait: Callable[[BaseException], bool] = field(default=lambda exc: False)
     configure: Callable[[Any, str, float | None], SessionInfo] | None = None
     holders: str | None = None
+    terminate: str | None = None
     rearm: str | None = None
 
     def sql(self, statement: str, table: str, rows: int = 0) -> str:
@@ -211,6 +214,7 @@ _POSTGRESQL = Dialect(
         "AND l.relation = to_regclass({p}) AND a.pid <> pg_backend_pid() "
         "AND a.xact_start IS NOT NULL ORDER BY a.xact_start"
     ),
+    terminate="SELECT pg_terminate_backend({p})",
     rearm="SELECT 1",
 )
 

@@ -38,6 +38,7 @@ def postgresql(
     conninfo: str,
     *,
     transaction_timeout_s: float | None = 60.0,
+    end_frozen_holders: bool = False,
     idle_in_transaction_timeout_s: float = 60.0,
     lock_timeout_s: float = 10.0,
     connect_timeout_s: float = 10.0,
@@ -53,6 +54,12 @@ def postgresql(
             for longer. Keep it above the longest batch transaction (the sink warns when one
             takes half of it). None: no such bound. Ignored by older servers (see
             docs/database-sink.md).
+        end_frozen_holders: A member whose claim waits for another member's locks ends that
+            member's session when its transaction is older than ``transaction_timeout_s``
+            and it belongs to the same group (``pg_terminate_backend``: the same database
+            role, or ``pg_signal_backend``). Off by default. It bounds what the server's
+            timeouts do not: a member frozen inside a ``COPY``, and every frozen member on
+            PostgreSQL 16 and older.
         idle_in_transaction_timeout_s: The server ends a session that sits inside a
             transaction this long after a statement; the bound on servers before
             PostgreSQL 17. Keep it above the handler's longest pause between statements.
@@ -76,4 +83,5 @@ def postgresql(
         "postgresql",
         positions_table=positions_table,
         transaction_timeout_s=transaction_timeout_s,
+        end_frozen_holders=end_frozen_holders,
     )

@@ -44,6 +44,8 @@ class SinkStats(ConsumerStats):
         blocked_by: After such a wait: the sessions that held those locks, oldest transaction
             first (pid, ``application_name``, state, seconds in the transaction); "" when
             none was found.
+        holders_ended: Sessions of frozen members of the group this member ended
+            (``end_frozen_holders``).
         rewinds: Partitions sought back to their committed position after a batch was rolled
             back.
         redelivered: Records dropped because they were below the partition's committed
@@ -57,4 +59,5 @@ class SinkStats(ConsumerStats):
     database_retries: int = 0
     lock_waits: int = 0
     blocked_by: str = ""
+    holders_ended: int = 0
     rewinds: int = 0

@@ -51,6 +51,7 @@ LAYERS: dict[str, int] = {
     "sdk._admin": 0,  # the admin client's Protocol and its one factory
     "sdk.failure": 0,  # the failure policy: imports errors, profiles and records only
     "sdk.recovery": 0,  # the recovery decision: a pure function of the error
+    "sdk._connection": 0,  # BrokerContact: has a client reached a broker
     "sdk._deprecation": 0,
     "sdk._registry": 0,
     "sdk._signals": 0,

@@ -54,6 +54,10 @@ def _up(args: argparse.Namespace) -> int:
     )
     cluster.start()
     print(cluster.bootstrap_servers)
+    print(
+        f"# point profiles at it: export KSEM_BOOTSTRAP_SERVERS={cluster.bootstrap_servers}",
+        file=sys.stderr,
+    )
     return 0
 
 
