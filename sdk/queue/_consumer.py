@@ -87,6 +87,9 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         dead_letter_producer_config: Extra librdkafka keys for the dead-letter producer.
         telemetry: OpenTelemetry hooks (default: the process-wide one; False: none).
         consumer_factory: Makes the share consumer from a librdkafka dict (tests).
+        verify_cluster: Before the first connection, check the cluster against the profile
+            (:func:`sdk.doctor.verify`: share groups on, the group's configs, the topics) and
+            refuse to start on a FAIL.
 
     Raises:
         ConfigurationError: No topics, an unknown deserializer or retry_on type, or a DLQ
@@ -103,6 +106,7 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         dead_letter_producer_config: Mapping[str, Any] | None = None,
         telemetry: Telemetry | Literal[False] | None = None,
         consumer_factory: Callable[[dict[str, Any]], ShareConsumerClient] = share_consumer,
+        verify_cluster: bool = False,
     ) -> None:
         if isinstance(topics, str) or not topics or not all(topics):
             raise ConfigurationError("topics: give a non-empty list of topic names", field="topics")
@@ -117,6 +121,7 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
             None if telemetry is False else (telemetry or Telemetry.default())
         )
         self._factory = consumer_factory
+        self._verify_cluster = verify_cluster
         self._lock_ms = profile.record_lock_duration_ms or 30_000
         self._client: ShareConsumerClient | None = None
         self._contact: BrokerContact | None = None
@@ -158,6 +163,11 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         if self._closed:
             raise ClosedError("QueueConsumer used after close()")
         if self._client is None:
+            if self._verify_cluster:
+                from sdk.doctor import verify  # lazy: the admin client only when asked for
+
+                verify(self.profile, self.topics)
+                self._verify_cluster = False  # once per consumer, not at every run
             if self.profile.apply_group_config:
                 applied = apply_group_config(self.profile, stopped=self._stop.is_set)
                 if applied is None:
@@ -213,6 +223,7 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
                 broker has no share groups (the message says what is needed), or a fatal
                 client error.
             ConfigurationError: ``handle_sigterm=True`` outside the main thread.
+            DoctorError: ``verify_cluster=True`` and a check of the cluster failed.
         """
         idle_s = renamed(
             "QueueConsumer.run", "idle_timeout", idle_timeout, "idle_timeout_s", idle_timeout_s
