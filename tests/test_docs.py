@@ -7,8 +7,8 @@ exit 0 without a traceback. An HTML comment right above a block says how else to
 
 - ``<!-- service: ... -->``: it runs until Ctrl-C (``run()`` of a consumer, processor, queue or
   sink). It starts in the background while the page's later blocks run; when the page is done
-  the test waits for its first line of output (what it consumed, or the stats ``run()``
-  returned), sends SIGINT, and wants exit 0, no traceback and some output.
+  the test lets it run (``service: waits for "TEXT"``: until it printed TEXT, what it consumed
+  from an earlier block), sends SIGINT, and wants exit 0 and no traceback.
 - ``<!-- postgres: ... -->``: it needs PostgreSQL; ``DATABASE_URL`` names a fresh database.
 - ``<!-- spark: ... -->``: it needs pyspark and Java 17; it runs only under the ``spark`` marker.
 - ``<!-- fragment: needs ... -->``: deliberately not a program (a Protocol, a signature, lines
@@ -36,6 +36,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 MARKER = re.compile(r"<!--\s*(fragment|service|postgres|spark)\b:?\s*(.*?)\s*-->")
 BLOCK_TIMEOUT_S = 120.0
 SERVICE_OUTPUT_WAIT_S = 45.0
+SERVICE_SETTLE_S = 4.0
 SERVICE_STOP_WAIT_S = 45.0
 
 
@@ -125,15 +126,19 @@ def _start(block: Block, cwd: Path, env: dict[str, str], n: int) -> Service:
 
 
 def _stop(service: Service) -> None:
-    """Wait for the service's first output, Ctrl-C it, and want a clean exit with output."""
-    deadline = time.monotonic() + SERVICE_OUTPUT_WAIT_S
-    while (
-        time.monotonic() < deadline
-        and service.process.poll() is None
-        and not service.out.read_text().strip()
-    ):
+    """Let the service consume, Ctrl-C it, and want a clean exit.
+
+    With ``waits for "TEXT"`` in its marker the service must print TEXT first (what it consumed
+    from an earlier block); else it gets a few seconds to start and join its group.
+    """
+    wanted = re.search(r'waits for "([^"]+)"', service.block.marks["service"])
+    deadline = time.monotonic() + (SERVICE_OUTPUT_WAIT_S if wanted else SERVICE_SETTLE_S)
+    while time.monotonic() < deadline and service.process.poll() is None:
+        if wanted and wanted.group(1) in service.out.read_text():
+            break
         time.sleep(0.2)
-    if service.process.poll() is None:
+    ended_early = service.process.poll() is not None
+    if not ended_early:
         service.process.send_signal(signal.SIGINT)
     try:
         rc = service.process.wait(SERVICE_STOP_WAIT_S)
@@ -142,10 +147,12 @@ def _stop(service: Service) -> None:
         service.process.wait()
         rc = None
     out, err = service.out.read_text(), service.err.read_text()
+    if ended_early:
+        pytest.fail(_report(service.block, f"ended before Ctrl-C (exit {rc})", out, err))
     if rc != 0 or "Traceback" in err:
         pytest.fail(_report(service.block, f"did not stop cleanly on Ctrl-C (exit {rc})", out, err))
-    if not out.strip():
-        pytest.fail(_report(service.block, "printed nothing (consumed nothing?)", out, err))
+    if wanted and wanted.group(1) not in out:
+        pytest.fail(_report(service.block, f"never printed {wanted.group(1)!r}", out, err))
 
 
 def run_page(page: Path, cwd: Path, env: dict[str, str], *, spark: bool = False) -> int:
@@ -197,7 +204,11 @@ def run_page(page: Path, cwd: Path, env: dict[str, str], *, spark: bool = False)
 
 def _env(bootstrap_servers: str, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KSEM_")}
-    env.update(KSEM_BOOTSTRAP_SERVERS=bootstrap_servers, PYTHONUNBUFFERED="1", **extra)
+    # the checkout under test first, even if another copy of the SDK is installed
+    path = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    env.update(
+        KSEM_BOOTSTRAP_SERVERS=bootstrap_servers, PYTHONPATH=path, PYTHONUNBUFFERED="1", **extra
+    )
     return env
 
 
