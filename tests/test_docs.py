@@ -96,7 +96,12 @@ def _page_param(page: Path) -> object:
     return pytest.param(page, marks=marks, id=str(page.relative_to(ROOT)))
 
 
-RUN_PAGES = [p for p in PAGES if any("fragment" not in b.marks for b in python_blocks(p))]
+def _runs(block: Block, *, spark: bool) -> bool:
+    return "fragment" not in block.marks and ("spark" in block.marks) == spark
+
+
+RUN_PAGES = [p for p in PAGES if any(_runs(b, spark=False) for b in python_blocks(p))]
+SPARK_PAGES = [p for p in PAGES if any(_runs(b, spark=True) for b in python_blocks(p))]
 
 
 def _report(block: Block, what: str, out: str, err: str) -> str:
@@ -167,7 +172,7 @@ def run_page(page: Path, cwd: Path, env: dict[str, str], *, spark: bool = False)
                 if name:
                     (cwd / name.group(1)).write_text(block.code)
                 continue
-            if "fragment" in block.marks or ("spark" in block.marks) != spark:
+            if not _runs(block, spark=spark):
                 continue
             ran += 1
             if "service" in block.marks:
@@ -220,6 +225,16 @@ def test_page_runs(page: Path, request: pytest.FixtureRequest, tmp_path: Path) -
     if any("postgres" in b.marks for b in python_blocks(page)):
         extra["DATABASE_URL"] = request.getfixturevalue("postgres_uri")
     run_page(page, tmp_path, _env(cluster.bootstrap_servers, **extra))
+
+
+@pytest.mark.spark
+@pytest.mark.broker
+@pytest.mark.parametrize("page", SPARK_PAGES, ids=[p.name for p in SPARK_PAGES])
+def test_spark_blocks_run(page: Path, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """The blocks marked ``spark`` (pyspark, Java 17) run as written too."""
+    pytest.importorskip("pyspark")
+    cluster = request.getfixturevalue("kafka_cluster")
+    run_page(page, tmp_path, _env(cluster.bootstrap_servers), spark=True)
 
 
 def test_fragments_say_what_they_need() -> None:

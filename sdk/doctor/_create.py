@@ -19,12 +19,13 @@ from sdk._client import translating
 from sdk.doctor._admin import admin_config
 from sdk.doctor._subject import AnyProfile, subject_of
 from sdk.errors import KafkaClientError, KafkaTimeoutError
+from sdk.profiles import ProducerProfile
 
 __all__ = ["create_topics"]
 
 
 def create_topics(
-    profile: AnyProfile,
+    profile: AnyProfile | str,
     topics: Sequence[str],
     *,
     partitions: int = 1,
@@ -39,7 +40,8 @@ def create_topics(
         create_topics(profile, ["orders", "orders-confirmed"], partitions=6)
 
     Args:
-        profile: A producer, consumer, processing or queue profile: where to connect and how.
+        profile: A producer, consumer, processing or queue profile: where to connect and how;
+            or the bootstrap servers of a plaintext cluster.
         topics: Topic names; one that exists already is left as it is.
         partitions: Partitions of each new topic.
         replication_factor: Replicas of each partition; -1 takes the brokers' default.
@@ -54,6 +56,8 @@ def create_topics(
             answered (:class:`~sdk.errors.BrokerUnreachableError`).
         KafkaTimeoutError: A new partition had no leader within ``timeout_s``.
     """
+    if isinstance(profile, str):
+        profile = ProducerProfile(guarantee="at_least_once", bootstrap_servers=profile)
     subject = subject_of(profile, topics)  # validates the profile and the names
     names = list(dict.fromkeys([topics] if isinstance(topics, str) else topics))
     if not names:
