@@ -105,10 +105,17 @@ SPARK_PAGES = [p for p in PAGES if any(_runs(b, spark=True) for b in python_bloc
 
 
 def _report(block: Block, what: str, out: str, err: str) -> str:
+    # the traceback, not the noise before it (a tool's usage text, librdkafka's log)
+    tail = err[err.rfind("Traceback") :] if "Traceback" in err else err
     return (
         f"{block.where} {what}\n--- block ---\n{block.code}--- stdout ---\n{out[-4000:]}"
-        f"--- stderr ---\n{err[-8000:]}"
+        f"--- stderr ---\n{tail[-8000:]}"
     )
+
+
+def _log(block: Block, kind: str, started: float, out: str) -> None:
+    first = out.strip().splitlines()[0][:100] if out.strip() else ""
+    print(f"{block.where}: {kind} {time.monotonic() - started:.1f}s {first}")
 
 
 @dataclass
@@ -117,6 +124,7 @@ class Service:
     process: subprocess.Popen[bytes]
     out: Path
     err: Path
+    started: float
 
 
 def _start(block: Block, cwd: Path, env: dict[str, str], n: int) -> Service:
@@ -127,7 +135,7 @@ def _start(block: Block, cwd: Path, env: dict[str, str], n: int) -> Service:
         process = subprocess.Popen(
             [sys.executable, script.name], cwd=cwd, env=env, stdout=o, stderr=e
         )
-    return Service(block, process, out, err)
+    return Service(block, process, out, err, time.monotonic())
 
 
 def _stop(service: Service) -> None:
@@ -152,6 +160,7 @@ def _stop(service: Service) -> None:
         service.process.wait()
         rc = None
     out, err = service.out.read_text(), service.err.read_text()
+    _log(service.block, f"service (exit {rc})", service.started, out)
     if ended_early:
         pytest.fail(_report(service.block, f"ended before Ctrl-C (exit {rc})", out, err))
     if rc != 0 or "Traceback" in err:
@@ -180,6 +189,7 @@ def run_page(page: Path, cwd: Path, env: dict[str, str], *, spark: bool = False)
                 continue
             script = cwd / f"block{n}.py"
             script.write_text(block.code)
+            started = time.monotonic()
             try:
                 done = subprocess.run(
                     [sys.executable, script.name],
@@ -197,6 +207,7 @@ def run_page(page: Path, cwd: Path, env: dict[str, str], *, spark: bool = False)
                 pytest.fail(
                     _report(block, f"failed (exit {done.returncode})", done.stdout, done.stderr)
                 )
+            _log(block, "ran", started, done.stdout)
         for service in services:
             _stop(service)
     finally:

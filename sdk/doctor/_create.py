@@ -13,13 +13,14 @@ import time
 from collections.abc import Mapping, Sequence
 
 from confluent_kafka import KafkaError
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 
 from sdk._client import translating
 from sdk.doctor._admin import admin_config
 from sdk.doctor._subject import AnyProfile, subject_of
 from sdk.errors import KafkaClientError, KafkaTimeoutError
-from sdk.profiles import ProducerProfile
+from sdk.profiles import Guarantee, ProducerProfile
 
 __all__ = ["create_topics"]
 
@@ -57,7 +58,7 @@ def create_topics(
         KafkaTimeoutError: A new partition had no leader within ``timeout_s``.
     """
     if isinstance(profile, str):
-        profile = ProducerProfile(guarantee="at_least_once", bootstrap_servers=profile)
+        profile = ProducerProfile(guarantee=Guarantee.AT_LEAST_ONCE, bootstrap_servers=profile)
     subject = subject_of(profile, topics)  # validates the profile and the names
     names = list(dict.fromkeys([topics] if isinstance(topics, str) else topics))
     if not names:
