@@ -8,7 +8,8 @@ exit 0 without a traceback. An HTML comment right above a block says how else to
 - ``<!-- service: ... -->``: it runs until Ctrl-C (``run()`` of a consumer, processor, queue or
   sink). It starts in the background while the page's later blocks run; when the page is done
   the test lets it run (``service: waits for "TEXT"``: until it printed TEXT, what it consumed
-  from an earlier block), sends SIGINT, and wants exit 0 and no traceback.
+  from an earlier block; else until it idles in its poll loop), sends SIGINT, and wants exit 0
+  and no traceback.
 - ``<!-- postgres: ... -->``: it needs PostgreSQL; ``DATABASE_URL`` names a fresh database.
 - ``<!-- spark: ... -->``: it needs pyspark and Java 17; it runs only under the ``spark`` marker.
 - ``<!-- fragment: needs ... -->``: deliberately not a program (a Protocol, a signature, lines
@@ -138,16 +139,38 @@ def _start(block: Block, cwd: Path, env: dict[str, str], n: int) -> Service:
     return Service(block, process, out, err, time.monotonic())
 
 
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def _idle(pid: int) -> bool:
+    """Has the process settled into its poll loop (imports and start-up done)?
+
+    A fixed sleep would send Ctrl-C into the imports on a busy machine; a service waiting for
+    records uses almost no CPU: under 5% of a core for one second.
+    """
+    try:
+        before = _cpu_s(pid)
+        time.sleep(1.0)
+        return _cpu_s(pid) - before < 0.05
+    except (OSError, IndexError, ValueError):
+        return True  # not on Linux, or gone: the caller's poll() decides
+
+
 def _stop(service: Service) -> None:
     """Let the service consume, Ctrl-C it, and want a clean exit.
 
     With ``waits for "TEXT"`` in its marker the service must print TEXT first (what it consumed
-    from an earlier block); else it gets a few seconds to start and join its group.
+    from an earlier block); else it runs until it is idle, polling (at least SERVICE_SETTLE_S).
     """
     wanted = re.search(r'waits for "([^"]+)"', service.block.marks["service"])
-    deadline = time.monotonic() + (SERVICE_OUTPUT_WAIT_S if wanted else SERVICE_SETTLE_S)
+    deadline = time.monotonic() + SERVICE_OUTPUT_WAIT_S
     while time.monotonic() < deadline and service.process.poll() is None:
         if wanted and wanted.group(1) in service.out.read_text():
+            break
+        settled = time.monotonic() - service.started > SERVICE_SETTLE_S
+        if not wanted and settled and _idle(service.process.pid):
             break
         time.sleep(0.2)
     ended_early = service.process.poll() is not None
