@@ -5,7 +5,7 @@ handling, the failure policy, offset stores after handling, the commit at the en
 rebalance callbacks) runs unchanged in **one worker thread** per AsyncConsumer; only the
 handler runs on the event loop. Each record is handed across
 (``asyncio.run_coroutine_threadsafe``), which costs a thread hop per record: the price of
-keeping every guarantee decision in one place (docs/asyncio.md has the numbers).
+keeping every guarantee decision in one place (docs/performance.md has the numbers).
 
 Cancellation: cancelling the task awaiting :meth:`AsyncConsumer.run` stops the sync loop and
 cancels the handler in progress; that record counts as not handled (its offset is not stored,

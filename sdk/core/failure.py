@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import builtins
 import importlib
+import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +21,49 @@ from sdk.profiles import FailurePolicy
 from sdk.records import OutputRecord
 
 __all__ = ["DLQ_HEADERS", "HandlerRunner", "dead_letter"]
+
+_log = logging.getLogger("sdk.dead_letter")
+
+
+class _Announcer:
+    """One WARNING per dead-lettered record, at most ``burst`` per ``window_s``.
+
+    The rest are counted and summed up in the next line, so a poison flood cannot flood the log.
+    """
+
+    def __init__(self, burst: int = 10, window_s: float = 10.0) -> None:
+        self._burst = burst
+        self._window = window_s
+        self._lock = threading.Lock()
+        self._started = -window_s
+        self._said = 0
+        self._held = 0
+
+    def __call__(self, message: Any, topic: str, cause: BaseException, attempts: int) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if now - self._started >= self._window:
+                self._started, self._said = now, 0
+            if self._said >= self._burst:
+                self._held += 1
+                return
+            self._said += 1
+            held, self._held = self._held, 0
+        more = f" ({held} more dead-lettered before it, not logged)" if held else ""
+        _log.warning(
+            "dead-lettered %s[%s]@%s to %s after %d attempt(s): %s: %s%s",
+            message.topic(),
+            message.partition(),
+            message.offset(),
+            topic,
+            attempts,
+            type(cause).__name__,
+            str(cause)[:300],
+            more,
+        )
+
+
+_announce = _Announcer()
 
 
 def _resolve_type(name: str) -> type[BaseException]:
@@ -58,7 +103,8 @@ class HandlerRunner:
         try:
             return list(fn(arg) or ())
         except Exception as exc:
-            return self.retry(fn, arg, exc)
+            first = exc
+        return self.retry(fn, arg, first)  # outside the except: no "during handling" chain
 
     def retry(self, fn: Callable[[Any], Any], arg: Any, first: Exception) -> list[OutputRecord]:
         """Go on after a first attempt (made by the caller's hot loop) failed with ``first``.
@@ -68,6 +114,7 @@ class HandlerRunner:
         """
         p = self.policy
         if p.attempts <= 1 or not isinstance(first, self._retry_on):
+            first.__suppress_context__ = True
             raise HandlerError(
                 f"handler failed after 1 attempt(s): {first!r}", record=arg, attempts=1
             ) from first
@@ -95,6 +142,9 @@ class HandlerRunner:
                 with attempt:
                     return once()
         except Exception as exc:
+            # the last attempt's error is the cause; the earlier attempts' errors (its context,
+            # when a caller retries from inside its own except block) are not printed again
+            exc.__suppress_context__ = True
             raise HandlerError(
                 f"handler failed after {attempts} attempt(s): {exc!r}",
                 record=arg,
@@ -155,4 +205,5 @@ def dead_letter(
         ("dlq.attempts", str(attempts)),
         ("dlq.stage", stage),
     ]
+    _announce(message, topic, cause, attempts)
     return OutputRecord(topic=topic, value=message.value(), key=message.key(), headers=headers)

@@ -158,13 +158,19 @@ class RecordPath:
         topic = record.topic
         try:
             key = self._key_ser(record.key, topic)
+        except SerializationError as exc:
+            exc.record = record
+            raise
+        except Exception as exc:
+            raise SerializationError(_failed("key", record.key, topic, exc), record=record) from exc
+        try:
             value = self._value_ser(record.value, topic)
         except SerializationError as exc:
             exc.record = record
             raise
         except Exception as exc:
             raise SerializationError(
-                f"serializing a record for {topic!r} failed: {exc!r}", record=record
+                _failed("value", record.value, topic, exc), record=record
             ) from exc
         for part, data in (("key", key), ("value", value)):
             if data is not None and not isinstance(data, bytes):
@@ -217,3 +223,15 @@ class RecordPath:
 def _attach(exc: SdkError, record: ProducerRecord) -> None:
     if getattr(exc, "record", None) is None:
         exc.record = record  # type: ignore[attr-defined]
+
+
+_SUGGESTED = {dict: "json", list: "json", int: "json", float: "json", bool: "json", str: "str"}
+
+
+def _failed(part: str, obj: object, topic: str, exc: Exception) -> str:
+    """What failed, and the serializer that fits the object when the configured one did not."""
+    message = f"serializing the {part} of a record for {topic!r} failed: {exc}"
+    fit = _SUGGESTED.get(type(obj))
+    if fit is not None and isinstance(exc, TypeError):
+        message += f" (a {type(obj).__name__} {part}: pass {part}_serializer={fit!r})"
+    return message

@@ -21,6 +21,7 @@ from sdk.errors import (
     DatabaseUnavailableError,
 )
 from sdk.lifecycle import Lifecycle
+from sdk.observability import Telemetry
 from sdk.profiles import ConsumerProfile, Guarantee
 from sdk.serialization import Deserializer
 from sdk.sink._batch import BatchBody, Fenced, SinkHandler, Transient
@@ -89,6 +90,12 @@ class DatabaseSink:
             ``idle_in_transaction_timeout_s``), so a new owner outwaits a frozen former
             owner's locks.
         client_factory: Builds the Kafka client from the rendered config.
+        telemetry: OpenTelemetry hooks, as the Consumer's: a ``process <topic>`` span per
+            batch transaction, handler latency, retry, dead-letter and rebalance metrics.
+            None uses ``Telemetry.default()`` (records nothing until the application installs
+            an OpenTelemetry SDK); False turns them off.
+        verify_cluster: Before the first connection, check the cluster against the profile
+            (:func:`sdk.doctor.verify`) and refuse to start on a FAIL.
 
     Raises:
         ConfigurationError: An ``at_most_once`` profile, no topics, an unknown deserializer,
@@ -110,6 +117,8 @@ class DatabaseSink:
         poll_timeout_s: float = 0.2,
         retry_timeout_s: float = 120.0,
         client_factory: Callable[[dict[str, Any]], ConsumerClient] | None = None,
+        telemetry: Telemetry | Literal[False] | None = None,
+        verify_cluster: bool = False,
     ) -> None:
         if profile.guarantee is Guarantee.AT_MOST_ONCE:
             raise ConfigurationError(
@@ -156,6 +165,11 @@ class DatabaseSink:
         self._failure = FailurePath(
             profile, self.stats, key_deserializer, value_deserializer, dead_letter_producer_config
         )
+        self._telemetry: Telemetry | None = (
+            None if telemetry is False else (telemetry or Telemetry.default())
+        )
+        self._failure.telemetry = self._telemetry
+        self._verify_cluster = verify_cluster
         self._body = BatchBody(self._failure, self._count_retry)
         self._health = ClientHealth(self.stats)
         if first_start == "committed":
@@ -314,8 +328,14 @@ class DatabaseSink:
                     taken += len(messages)
                     self.stats.polled += len(messages)
                     batch, ends = self._held.split(messages)
-                    if batch:
+                    if not batch:
+                        continue
+                    tel = self._observed()
+                    if tel is None:
                         self._write(client, handler, batch, ends, per_record)
+                    else:
+                        with tel.batch_process_span(batch, self._group):
+                            self._write(client, handler, batch, ends, per_record)
             finally:
                 self._stop.clear()
                 self._held.flush_advice(client)
@@ -324,6 +344,11 @@ class DatabaseSink:
         if self._state is Lifecycle.CLOSED:
             raise ClosedError("this DatabaseSink is closed; create a new one")
         if self._client is None:
+            if self._verify_cluster:
+                from sdk.doctor import verify  # lazy: the admin client only when asked for
+
+                verify(self.profile, self.topics)
+                self._verify_cluster = False  # once per sink, not at every run
             self._db.session()  # creates or checks the positions table before joining
             self._client = subscribed_client(
                 self._factory, dict(self.profile.render()), self.topics, self._health, self
@@ -409,6 +434,7 @@ class DatabaseSink:
     # ------------------------------------------------------------------ rebalance callbacks
     def _on_assign(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
         self._health.assigned()
+        self._rebalanced("assigned", len(partitions))
         if not self._eos:
             return  # librdkafka assigns at the committed offsets
         keys = [(tp.topic, tp.partition) for tp in partitions]
@@ -433,12 +459,14 @@ class DatabaseSink:
     def _on_revoke(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
         # nothing is in flight: a batch is committed or rolled back before the next poll
         self.stats.revoked += 1
+        self._rebalanced("revoked", len(partitions))
         keys = [(tp.topic, tp.partition) for tp in partitions]
         self._held.flush_advice(consumer, keys)
         self._held.released(keys)
 
     def _on_lost(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
         self.stats.lost += 1
+        self._rebalanced("lost", len(partitions))
         keys = [(tp.topic, tp.partition) for tp in partitions]
         self._held.released(keys, lost=True)
 
@@ -455,3 +483,15 @@ class DatabaseSink:
 
     def _count_retry(self) -> None:
         self.stats.retries += 1
+        if self._telemetry is not None:
+            self._telemetry.retry("handler")
+
+    def _observed(self) -> Telemetry | None:
+        tel = self._telemetry
+        if tel is not None and (tel.tracing_enabled() or tel.metrics_enabled()):
+            return tel
+        return None
+
+    def _rebalanced(self, kind: Literal["assigned", "revoked", "lost"], count: int) -> None:
+        if self._telemetry is not None:
+            self._telemetry.rebalance(kind, count)

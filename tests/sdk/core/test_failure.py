@@ -65,3 +65,62 @@ def test_single_attempt_policy() -> None:
     with pytest.raises(HandlerError, match="after 1 attempt"):
         HandlerRunner(FailurePolicy(attempts=1)).run(fn, 0)  # type: ignore[arg-type]
     assert len(calls) == 1
+
+
+def _printed(exc: BaseException) -> str:
+    import traceback
+
+    return "".join(traceback.format_exception(exc))
+
+
+@pytest.mark.parametrize("attempts", [1, 3])
+def test_a_failure_prints_its_cause_once_not_every_attempt(attempts: int) -> None:
+    """The handler's last error is the cause; earlier attempts are not chained in again, even
+    when the caller retries from inside its own ``except`` block (the hot loops do)."""
+    runner = HandlerRunner(FailurePolicy(attempts=attempts, backoff_initial_ms=1))
+    _calls, fn = _flaky(10)
+    try:
+        fn(0)  # type: ignore[operator]
+    except TimeoutError as first:
+        with pytest.raises(HandlerError) as err:
+            runner.retry(fn, 1, first)  # type: ignore[arg-type]
+    text = _printed(err.value)
+    assert isinstance(err.value.__cause__, TimeoutError)
+    assert text.count("The above exception was the direct cause") == 1
+    assert "During handling of the above exception" not in text
+    assert text.count("TimeoutError: failure") == 1
+    with pytest.raises(HandlerError) as again:
+        runner.run(_flaky(10)[1], 2)  # type: ignore[arg-type]
+    assert "During handling" not in _printed(again.value)
+
+
+def test_every_dead_lettered_record_is_logged_within_a_rate(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from sdk.core.failure import _Announcer
+
+    class Message:
+        def __init__(self, offset: int) -> None:
+            self._offset = offset
+
+        def topic(self) -> str:
+            return "orders"
+
+        def partition(self) -> int:
+            return 2
+
+        def offset(self) -> int:
+            return self._offset
+
+    announce = _Announcer(burst=3, window_s=0.2)
+    with caplog.at_level("WARNING", logger="sdk.dead_letter"):
+        for offset in range(5):
+            announce(Message(offset), "orders-dlq", ValueError("bad amount"), 3)
+        time.sleep(0.25)
+        announce(Message(5), "orders-dlq", ValueError("bad amount"), 3)
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines[0] == (
+        "dead-lettered orders[2]@0 to orders-dlq after 3 attempt(s): ValueError: bad amount"
+    )
+    assert len(lines) == 4  # 3 in the first window, then one that sums up the 2 held back
+    assert lines[3].startswith("dead-lettered orders[2]@5") and "(2 more dead-lettered" in lines[3]

@@ -134,3 +134,20 @@ def test_serializer_that_raises(kafka_cluster: Any, make_topic: Any) -> None:
         producer.send(topic, {"not": {1, 2}})  # a set is not JSON
     assert info.value.record.value == {"not": {1, 2}}
     assert info.value.__cause__ is not None or "set" in str(info.value)
+
+
+def test_an_object_the_serializer_cannot_take_names_the_part_and_the_fix(
+    kafka_cluster: Any, make_topic: Any
+) -> None:
+    topic = make_topic(1)
+    with Producer(profile(kafka_cluster.bootstrap_servers)) as producer:  # bytes serializers
+        with pytest.raises(SerializationError) as info:
+            producer.send(topic, {"id": 1})
+        assert str(info.value) == (
+            f"serializing the value of a record for '{topic}' failed: the 'bytes' serializer "
+            "takes bytes, got dict (a dict value: pass value_serializer='json')"
+        )
+        with pytest.raises(SerializationError, match="pass key_serializer='str'") as info:
+            producer.send(topic, b"v", key="customer-7")
+        assert "serializing the key" in str(info.value)
+        assert info.value.record.key == "customer-7"

@@ -357,3 +357,73 @@ def test_a_poll_interval_below_the_session_timeout_is_refused() -> None:
             max_poll_interval_ms=10_000,
         )
     assert info.value.field == "max_poll_interval_ms"
+
+
+def test_a_misspelt_key_is_named_with_the_closest_known_key() -> None:
+    from sdk import ConsumerProfile
+
+    with pytest.raises(ConfigurationError) as err:
+        ConsumerProfile(guarentee="at_least_once", bootstrap_servers="x:1", group_id="g")  # type: ignore[call-arg]
+    assert str(err.value) == "guarentee: unknown key (did you mean 'guarantee'?)"
+    assert err.value.field == "guarentee"
+    with pytest.raises(ConfigurationError) as err:
+        ConsumerProfile(
+            guarantee="at_least_once",
+            bootstrap_servers="x:1",
+            group_id="g",
+            failure={"attemps": 3},  # type: ignore[arg-type]
+        )
+    assert str(err.value) == "failure.attemps: unknown key (did you mean 'attempts'?)"
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        (
+            {"profiles": {"o": {"guarentee": "at_least_once", "group_id": "g"}}},
+            "profiles.o.guarentee: unknown key (did you mean 'guarantee'?)",
+        ),
+        (
+            {
+                "profiles": {
+                    "o": {"guarantee": "at_least_once", "consumer": {"failure": {"attemps": 3}}}
+                }
+            },
+            "profiles.o.consumer.failure.attemps: unknown key (did you mean 'attempts'?)",
+        ),
+        (
+            {"profiles": {"o": {"guarantee": "at_least_once", "failure": {"attemps": 3}}}},
+            "profiles.o.failure.attemps: unknown key (did you mean 'attempts'?)",
+        ),
+    ],
+)
+def test_yaml_unknown_keys_fail_at_load_at_any_depth(document: Any, message: str) -> None:
+    with pytest.raises(ConfigurationError) as err:
+        load_profiles(document)  # at load, not at .consumer()
+    assert str(err.value) == message
+
+
+def test_bootstrap_servers_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sdk import ConsumerProfile, ProcessingProfile, ProducerProfile
+
+    monkeypatch.delenv("KSEM_BOOTSTRAP_SERVERS", raising=False)
+    with pytest.raises(ConfigurationError) as err:
+        ConsumerProfile(guarantee="at_least_once", group_id="g")
+    assert err.value.field == "bootstrap_servers"
+    assert "export KSEM_BOOTSTRAP_SERVERS=host:port" in str(err.value)
+    monkeypatch.setenv("KSEM_BOOTSTRAP_SERVERS", "broker-a:9092")
+    assert ConsumerProfile(guarantee="at_least_once", group_id="g").bootstrap_servers == (
+        "broker-a:9092"
+    )
+    assert ProducerProfile(guarantee="at_most_once").bootstrap_servers == "broker-a:9092"
+    given = ProducerProfile(guarantee="at_most_once", bootstrap_servers="b:1")
+    assert given.bootstrap_servers == "b:1"  # what the code says wins
+    processing = ProcessingProfile(
+        guarantee="exactly_once",
+        consumer={"group_id": "g"},
+        producer={"transactional_id_prefix": "t-"},
+    )
+    assert processing.consumer.bootstrap_servers == processing.producer.bootstrap_servers
+    assert load_profiles({"profiles": {"o": "at_least_once"}}).producer("o").bootstrap_servers == (
+        "broker-a:9092"
+    )

@@ -62,6 +62,30 @@ class Freezer:
         os.kill(os.getpid(), signal.SIGSTOP)  # frozen here, the transaction open
 
 
+class Paced:
+    """The Kafka consumer, pausing ``gap_s`` after each non-empty poll until ``fast`` exists.
+
+    The pause is outside any transaction: SQLite lets one writer in at a time, and a process
+    that paces inside its transaction keeps the others from ever getting the lock.
+    """
+
+    def __init__(self, config: dict[str, Any], gap_s: float, fast: Path) -> None:
+        from confluent_kafka import Consumer
+
+        self._inner = Consumer(config)
+        self._gap = gap_s
+        self._fast = fast
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
+        messages: list[Any] = self._inner.consume(num_messages, timeout)
+        if messages and self._gap and not self._fast.exists():
+            time.sleep(self._gap)
+        return messages
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 def rows(records: list[Any]) -> list[tuple[int, int, int]]:
     return [(r.partition, r.offset, int(r.value)) for r in records]
 
@@ -117,7 +141,14 @@ def main() -> None:
             )
         else:
             database = sqlite(args["path"], busy_timeout_s=args.get("busy_timeout_s", 30.0))
-        sink = DatabaseSink(prof, [args["topic"]], database, retry_timeout_s=retry)
+        gap = float(args.get("gap_s", 0.0))
+        sink = DatabaseSink(
+            prof,
+            [args["topic"]],
+            database,
+            retry_timeout_s=retry,
+            client_factory=lambda config: Paced(config, gap, fast),
+        )
         stats = sink.stats
     mark = "%s" if args["database"] == "postgresql" else "?"
     insert = f"INSERT INTO out (part, off, value) VALUES ({mark}, {mark}, {mark})"

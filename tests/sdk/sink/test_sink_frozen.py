@@ -326,7 +326,8 @@ def test_sqlite_stalls_until_the_frozen_member_resumes(
         topic,
         group,
         table,
-        {"database": "sqlite", "path": path, "busy_timeout_s": 30.0},
+        # paced outside the transactions (gap_s), so that the two members share the lock
+        {"database": "sqlite", "path": path, "busy_timeout_s": 30.0, "delay_s": 0.0, "gap_s": 0.2},
         frozen_for_s=frozen_for,
     )
     print(
