@@ -94,6 +94,8 @@ def _page_param(page: Path) -> object:
     marks = [pytest.mark.broker]
     if any("postgres" in b.marks for b in blocks):
         marks.append(pytest.mark.postgres)
+    if any("LocalCluster(nodes=3" in b.code for b in blocks):  # starts 3-node clusters itself
+        marks.append(pytest.mark.cluster)
     return pytest.param(page, marks=marks, id=str(page.relative_to(ROOT)))
 
 
