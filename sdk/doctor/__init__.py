@@ -7,7 +7,7 @@ works at all (share groups) and whether the principal may do what the profile ne
 :func:`check` reads all of it with the profile's own connection settings and returns a
 :class:`Report`; :func:`verify` raises :class:`~sdk.errors.DoctorError` on a FAIL. The command
 line is ``python -m sdk doctor NAME --file profiles.yaml [--topic T ...] [--json]``
-(docs/doctor.md).
+(docs/doctor.md). :func:`create_topics` creates the topics a check found missing.
 
 An internal interface, in no ``__all__``: ``main``, that command line (``sdk.__main__`` hands
 it every argument after ``doctor``).
@@ -15,6 +15,7 @@ it every argument after ``doctor``).
 
 from sdk.doctor._checks import check, verify
 from sdk.doctor._cli import main as main
+from sdk.doctor._create import create_topics
 from sdk.doctor._report import Check, Report, Status
 
-__all__ = ["Check", "Report", "Status", "check", "verify"]
+__all__ = ["Check", "Report", "Status", "check", "create_topics", "verify"]
