@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # confluent-kafka's package does not re-export them for type 
     from confluent_kafka.admin._listoffsets import ListOffsetsResultInfo, OffsetSpec
     from confluent_kafka.admin._metadata import ClusterMetadata
     from confluent_kafka.admin._topic import TopicDescription
-    from confluent_kafka.cimpl import NewPartitions
+    from confluent_kafka.cimpl import NewPartitions, NewTopic
 
 __all__ = [
     "CONNECTION_PREFIXES",
@@ -97,6 +97,16 @@ class AdminApi(Protocol):
         self, new_partitions: list[NewPartitions], *, request_timeout: float = ...
     ) -> dict[str, Future[None]]:
         """Grow topics to a new partition count."""
+        ...
+
+    def create_topics(
+        self,
+        new_topics: list[NewTopic],
+        *,
+        operation_timeout: float = ...,
+        request_timeout: float = ...,
+    ) -> dict[str, Future[None]]:
+        """Create topics (``sdk.doctor.create_topics``)."""
         ...
 
     def incremental_alter_configs(

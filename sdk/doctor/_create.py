@@ -13,11 +13,10 @@ import time
 from collections.abc import Mapping, Sequence
 
 from confluent_kafka import KafkaError
-from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
+from sdk._admin import AdminApi, admin_client, admin_config
 from sdk._client import translating
-from sdk.doctor._admin import admin_config
 from sdk.doctor._subject import AnyProfile, subject_of
 from sdk.errors import KafkaClientError, KafkaTimeoutError
 from sdk.profiles import Guarantee, ProducerProfile
@@ -63,7 +62,9 @@ def create_topics(
     names = list(dict.fromkeys([topics] if isinstance(topics, str) else topics))
     if not names:
         return []
-    admin = AdminClient(admin_config(subject.bootstrap_servers, subject.security, subject.extras))
+    admin = admin_client(
+        admin_config(subject.bootstrap_servers, subject.security.render(), subject.extras)
+    )
     new = [
         NewTopic(
             t,
@@ -89,7 +90,7 @@ def create_topics(
 
 
 def _wait_for_leaders(
-    admin: AdminClient, topics: Sequence[str], partitions: int, deadline: float
+    admin: AdminApi, topics: Sequence[str], partitions: int, deadline: float
 ) -> None:
     """Wait until every partition of ``topics`` has a leader: only then can a client use it."""
     waiting = set(topics)
