@@ -11,6 +11,7 @@ from confluent_kafka import KafkaError, TopicPartition
 
 from sdk._client import ConsumerClient, admin_client, translating
 from sdk._client import admin_config as sdk_admin_config
+from sdk._connection import BrokerContact
 from sdk._deprecation import warn_renamed
 from sdk.core import session
 from sdk.errors import ConfigurationError, KafkaClientError, UnknownTopicError, from_kafka_error
@@ -223,6 +224,8 @@ def plan_ranges(
 
     Raises:
         ConfigurationError: A partition has no committed offset and auto_offset_reset='error'.
+        BrokerUnreachableError: No broker of ``bootstrap_servers`` answered within
+            ``socket.connection.setup.timeout.ms`` (the address is named).
         KafkaClientError: An admin request failed.
     """
     import confluent_kafka.admin as kafka_admin
@@ -231,7 +234,19 @@ def plan_ranges(
         warn_renamed("plan_ranges", "timeout", "timeout_s")
         timeout_s = timeout
     spec: Any = getattr(kafka_admin, "OffsetSpec")  # noqa: B009 (not in the typed stubs)
-    admin = (admin_factory or admin_client)(admin_config(consumer))
+    config = admin_config(consumer)
+    # as every client: librdkafka's log collapsed, and no broker at the address fails fast
+    # with the address named (not a metadata timeout)
+    setup = "socket.connection.setup.timeout.ms"
+    contact = BrokerContact({**config, **{k: v for k, v in consumer.extras.items() if k == setup}})
+    config.update(logger=contact, error_cb=contact.on_error)
+    admin = (admin_factory or admin_client)(config)
+    contact.wait(
+        lambda t: admin.list_topics(timeout=t),
+        lambda: False,
+        f"plan_ranges({', '.join(topics)})",
+        serve=lambda: admin.poll(0) if hasattr(admin, "poll") else None,
+    )
     parts = _partitions(admin, topics, timeout_s)
     committed = committed_offsets(consumer, parts, timeout_s)
     stable_end = _list_offsets(admin, parts, spec.latest(), timeout_s)

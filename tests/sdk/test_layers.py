@@ -82,6 +82,10 @@ KNOWN_UPWARD: dict[tuple[str, str], str] = {}
 module of the part above it may import). Empty: keep it so."""
 
 INTERNAL_INTERFACES: dict[tuple[str, str], str] = {
+    ("spark_integration", "sdk._connection"): (
+        "the driver's admin client reports its broker contact as every client does: "
+        "librdkafka's log collapsed, an unreachable address named at once"
+    ),
     ("spark_integration", "sdk._client"): (
         "Spark's tasks and streaming sink hold SDK clients typed by the seam's Protocols and "
         "translate their calls at the one error seam, like every module that calls a client"
