@@ -13,13 +13,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import AcknowledgeType
-
 from sdk.consumer._failure import DeadLetterSink
 from sdk.core.failure import HandlerRunner
 from sdk.errors import HandlerError, SdkError, SerializationError
 from sdk.observability import Telemetry
 from sdk.profiles import QueueProfile
+from sdk.queue._client_api import AcknowledgeType
 from sdk.queue._records import Outstanding, QueueStats
 from sdk.records import ConsumerRecord
 

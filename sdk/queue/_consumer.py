@@ -28,13 +28,14 @@ from contextlib import contextmanager
 from operator import countOf
 from typing import Any, Literal
 
-from confluent_kafka import AcknowledgeType, KafkaError, Message, ShareConsumer
+from confluent_kafka import KafkaError, Message
 
 from sdk._client import translating
 from sdk._deprecation import renamed
 from sdk._signals import sigterm_stops
 from sdk.consumer._failure import RecordDecoder, dead_letter_sink
 from sdk.core.failure import HandlerRunner
+from sdk.doctor._preflight import SHARE_GROUPS, require_broker
 from sdk.errors import (
     ClosedError,
     ConfigurationError,
@@ -47,6 +48,8 @@ from sdk.observability import Telemetry
 from sdk.profiles import Guarantee, QueueProfile
 from sdk.queue._at_least_once import LOCK_BUDGET, AtLeastOnceHandling
 from sdk.queue._at_most_once import AtMostOnceHandling
+from sdk.queue._client_api import AcknowledgeType, delivery_count
+from sdk.queue._client_api import share_consumer as _share_consumer
 from sdk.queue._group import NO_SUPPORT_CODES, apply_group_config, with_hint
 from sdk.queue._manual import ManualAcknowledgement
 from sdk.queue._records import Outstanding, QueueStats
@@ -56,7 +59,7 @@ from sdk.serialization import Deserializer
 __all__ = ["QueueConsumer"]
 
 _AMO = Guarantee.AT_MOST_ONCE
-_delivery_count = Message.delivery_count
+_delivery_count = delivery_count
 _error = Message.error
 _ACCEPT, _RELEASE, _REJECT = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT
 _COMMIT_TIMEOUT_S = 30.0
@@ -91,7 +94,7 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         value_deserializer: str | Deserializer = "bytes",
         dead_letter_producer_config: Mapping[str, Any] | None = None,
         telemetry: Telemetry | Literal[False] | None = None,
-        consumer_factory: Callable[[dict[str, Any]], Any] = ShareConsumer,
+        consumer_factory: Callable[[dict[str, Any]], Any] = _share_consumer,
     ) -> None:
         if isinstance(topics, str) or not topics or not all(topics):
             raise ConfigurationError("topics: give a non-empty list of topic names", field="topics")
@@ -146,6 +149,13 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         if self._closed:
             raise ClosedError("QueueConsumer used after close()")
         if self._client is None:
+            if self._factory is _share_consumer:  # a broker without share groups: say so now
+                require_broker(
+                    SHARE_GROUPS,
+                    self.profile.bootstrap_servers,
+                    self.profile.security,
+                    self.profile.extras,
+                )
             if self.profile.apply_group_config:
                 applied = apply_group_config(self.profile)
                 self.stats.note(f"group {self.profile.group_id!r} configs set: {applied}")
