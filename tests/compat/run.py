@@ -136,9 +136,8 @@ def _table(columns: list[dict[str, object]], header: str) -> str:
     return "\n".join(lines)
 
 
-def render() -> str:
-    """The two tables (feature by broker, feature by client) from results.json, as Markdown."""
-    results = _load()
+def render(results: list[dict[str, object]]) -> str:
+    """The two tables (feature by broker, feature by client) of ``results``, as Markdown."""
     if not results:
         return "(no results yet: run ./dev.sh compat)"
     newest_client = max((str(r["client"]) for r in results), key=_key)
@@ -181,15 +180,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--render", action="store_true", help="only render the tables")
     parser.add_argument("--pytest-arg", action="append", default=[], help="passed to pytest")
+    parser.add_argument(
+        "--no-save", action="store_true", help="print this run's table only (CI): no file written"
+    )
     args = parser.parse_args(argv)
     failed = False
+    runs: list[dict[str, object]] = []
     if not args.render:
         for version in args.versions or SUPPORTED_KAFKA_VERSIONS:
             record = run_one(version, args.pytest_arg)
-            _store(record)
-            failed |= any(v in ("fail", None) for v in record["features"].values())  # type: ignore[attr-defined]
-    text = render()
-    if DOC.exists():
+            runs.append(record)
+            if not args.no_save:
+                _store(record)
+            cells = record["features"].values()  # type: ignore[attr-defined]
+            failed |= any(v in ("fail", None) for v in cells)
+    text = render(runs if args.no_save else _load())
+    if DOC.exists() and not args.no_save:
         write_doc(text)
     print(text.replace("\0", "\n\n"))
     return 1 if failed else 0

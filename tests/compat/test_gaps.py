@@ -24,7 +24,7 @@ from sdk.testing.cluster._config import has_share_groups
 from sdk.testing.pytest_plugin import require_local
 from tests.sdk.consumer._support import seed
 
-pytestmark = pytest.mark.broker
+pytestmark = [pytest.mark.broker, pytest.mark.compat]
 
 _REFUSED_WITHIN_S = 15.0
 
