@@ -48,6 +48,6 @@ def share_consumer(config: dict[str, Any]) -> Any:
         raise ConfigurationError(
             f"a queue (sdk.queue: share groups, KIP-932) needs confluent-kafka {MIN_CLIENT} or "
             f"later (ShareConsumer); the installed confluent-kafka is "
-            f"{confluent_kafka.version()[0]}: pip install 'confluent-kafka>={MIN_CLIENT}'"
+            f"{confluent_kafka.__version__}: pip install 'confluent-kafka>={MIN_CLIENT}'"
         )
     return cls(config)

@@ -101,7 +101,7 @@ def run_one(version: str, pytest_args: list[str]) -> dict[str, object]:
     print(f"== Kafka {version}: pytest exit {code} in {elapsed:.0f}s", flush=True)
     return {
         "kafka": version,
-        "client": confluent_kafka.version()[0],
+        "client": confluent_kafka.__version__,
         "librdkafka": confluent_kafka.libversion()[0],
         "date": datetime.date.today().isoformat(),
         "seconds": round(elapsed),
@@ -154,8 +154,8 @@ def render(results: list[dict[str, object]]) -> str:
     missing = [v for v in SUPPORTED_KAFKA_VERSIONS if v not in {r["kafka"] for r in brokers}]
     if missing:
         broker_md += "\n\nNot run yet: " + ", ".join(f"Kafka {v}" for v in missing) + "."
-    client_md = f"Kafka {DEFAULT_KAFKA_VERSION} with each client.\n\n" + _table(
-        clients, "confluent-kafka {client}"
+    client_md = f"Kafka {DEFAULT_KAFKA_VERSION} with each client.\n\n" + (
+        _table(clients, "confluent-kafka {client}") if clients else "Not run yet."
     )
     return broker_md + "\0" + client_md
 

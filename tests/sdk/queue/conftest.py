@@ -19,7 +19,7 @@ from sdk.testing.jars import session_kafka_version
 
 def _why_not() -> str | None:
     if not hasattr(confluent_kafka, "ShareConsumer"):
-        return f"confluent-kafka {confluent_kafka.version()[0]} has no ShareConsumer (2.15.0+)"
+        return f"confluent-kafka {confluent_kafka.__version__} has no ShareConsumer (2.15.0+)"
     version = session_kafka_version()
     if not os.environ.get("KAFKA_BOOTSTRAP_SERVERS") and not has_share_groups(version):
         return f"Kafka {version} has no share groups the share consumer can use (4.1+)"
