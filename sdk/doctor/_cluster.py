@@ -30,9 +30,10 @@ METADATA_VERSIONS: dict[int, str] = {
     13: "3.6-IV1", 14: "3.6-IV2", 15: "3.7-IV0", 16: "3.7-IV1", 17: "3.7-IV2", 18: "3.7-IV3",
     19: "3.7-IV4", 20: "3.8-IV0", 21: "3.9-IV0", 22: "4.0-IV0", 23: "4.0-IV1", 24: "4.0-IV2",
     25: "4.0-IV3", 26: "4.1-IV0", 27: "4.1-IV1", 28: "4.2-IV0", 29: "4.2-IV1", 30: "4.3-IV0",
-    31: "4.4-IV0",
+    31: "4.4-IV0", 32: "4.4-IV1", 33: "4.4-IV2",
 }  # fmt: skip
-"""``metadata.version`` feature levels and their names (Kafka's ``MetadataVersion``)."""
+"""``metadata.version`` feature levels and their names (Kafka's ``MetadataVersion``; 32 and 33
+from the 4.4.0 jar, whose new clusters finalize 33: measured, docs/compatibility.md)."""
 
 _SHARE_GROUPS_SINCE = 26  # 4.1-IV0: share.version became a feature a cluster can finalize
 

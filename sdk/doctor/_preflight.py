@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from sdk.doctor._cluster import METADATA_VERSIONS
 from sdk.doctor._wire import (
     CONSUMER_GROUP_HEARTBEAT,
     SHARE_GROUP_HEARTBEAT,
@@ -25,17 +26,6 @@ from sdk.errors import ConfigurationError
 from sdk.profiles import SecurityProfile
 
 __all__ = ["BrokerFeature", "release_of", "require_broker"]
-
-# metadata.version feature level a fresh cluster of each release finalizes (measured by the
-# compatibility suite, docs/compatibility.md); a level between two rows is the older release
-_RELEASE_LEVELS: tuple[tuple[int, str], ...] = (
-    (21, "3.9"),
-    (25, "4.0"),
-    (27, "4.1"),
-    (29, "4.2"),
-    (31, "4.3"),
-    (33, "4.4"),
-)
 
 
 @dataclass(frozen=True)
@@ -83,10 +73,13 @@ CONSUMER_PROTOCOL = BrokerFeature(
 def release_of(finalized: Mapping[str, int]) -> str:
     """The Kafka release line a cluster's ``metadata.version`` level says, in words."""
     level = finalized.get("metadata.version", 0)
-    if level < _RELEASE_LEVELS[0][0]:
-        return f"older than Kafka 3.9 (metadata.version {level})"
-    name = [release for floor, release in _RELEASE_LEVELS if level >= floor][-1]
-    return f"Kafka {name} (metadata.version {level})"
+    name = METADATA_VERSIONS.get(level)
+    if name is None:
+        newest = max(METADATA_VERSIONS)
+        side = "newer than" if level > newest else "older than"
+        bound = METADATA_VERSIONS[newest if level > newest else min(METADATA_VERSIONS)]
+        return f"Kafka {side} {bound.split('-')[0]} (metadata.version {level})"
+    return f"Kafka {name.split('-')[0]} (metadata.version {name}, level {level})"
 
 
 def require_broker(

@@ -29,11 +29,12 @@ _K44 = BrokerVersions(
 @pytest.mark.parametrize(
     ("finalized", "said"),
     [
-        ({"metadata.version": 21}, "Kafka 3.9 (metadata.version 21)"),
-        ({"metadata.version": 25}, "Kafka 4.0 (metadata.version 25)"),
-        ({"metadata.version": 28}, "Kafka 4.1 (metadata.version 28)"),
-        ({"metadata.version": 33}, "Kafka 4.4 (metadata.version 33)"),
-        ({"metadata.version": 14}, "older than Kafka 3.9 (metadata.version 14)"),
+        ({"metadata.version": 21}, "Kafka 3.9 (metadata.version 3.9-IV0, level 21)"),
+        ({"metadata.version": 25}, "Kafka 4.0 (metadata.version 4.0-IV3, level 25)"),
+        ({"metadata.version": 28}, "Kafka 4.2 (metadata.version 4.2-IV0, level 28)"),
+        ({"metadata.version": 33}, "Kafka 4.4 (metadata.version 4.4-IV2, level 33)"),
+        ({"metadata.version": 40}, "Kafka newer than 4.4 (metadata.version 40)"),
+        ({}, "Kafka older than 3.3 (metadata.version 0)"),
     ],
 )
 def test_the_release_is_named_from_the_metadata_version(finalized: Any, said: str) -> None:
@@ -68,7 +69,8 @@ def test_a_missing_feature_is_refused_with_what_was_found_and_what_is_needed(
     assert asked == [("b1", 9092)]  # the first broker that answers decides
     assert str(info.value) == (
         'group_protocol="consumer" (KIP-848) needs Apache Kafka 4.0 or later (or '
-        "group_protocol: classic); the broker at b1:9092 is Kafka 3.9 (metadata.version 21): "
+        "group_protocol: classic); the broker at b1:9092 is Kafka 3.9 (metadata.version 3.9-IV0, "
+        "level 21): "
         "group.version is 0. `python -m sdk doctor` reports the same as a FAIL with the fix "
         "(docs/compatibility.md)."
     )
