@@ -36,6 +36,9 @@ METADATA_VERSIONS: dict[int, str] = {
 from the 4.4.0 jar, whose new clusters finalize 33: measured, docs/compatibility.md)."""
 
 _SHARE_GROUPS_SINCE = 26  # 4.1-IV0: share.version became a feature a cluster can finalize
+SHARE_GROUPS_USABLE_SINCE = 28
+"""4.2-IV0: on Kafka 4.1 (preview) with share.version 1 the share consumer joins and gets no
+records (measured with confluent-kafka 2.16.1: docs/compatibility.md)."""
 
 
 def feature_levels(
@@ -244,10 +247,19 @@ def judge_share_groups(
     metadata = finalized.get("metadata.version", 0)
     served = apis is None or SHARE_GROUP_HEARTBEAT in apis
     found = f"share.version {level}" + ("" if served else ", ShareGroupHeartbeat not served")
+    if level >= 1 and served and metadata and metadata < SHARE_GROUPS_USABLE_SINCE:
+        return Check(
+            name,
+            Status.FAIL,
+            f"{found} on metadata.version {metadata} (Kafka 4.1: share groups in preview)",
+            "the share consumer joins a Kafka 4.1 share group and is handed no records: the "
+            "queue waits for ever",
+            "upgrade the cluster to Kafka 4.2 or later",
+        )
     if level >= 1 and served:
         return Check(name, Status.PASS, found)
     if metadata and metadata < _SHARE_GROUPS_SINCE:
-        fix = "upgrade the cluster to Kafka 4.1 or later, then enable share.version=1"
+        fix = "upgrade the cluster to Kafka 4.2 or later"
     else:
         fix = s.tool("kafka-features.sh", "upgrade --feature share.version=1")
     return Check(

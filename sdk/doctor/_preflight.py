@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sdk.doctor._cluster import METADATA_VERSIONS
+from sdk.doctor._cluster import METADATA_VERSIONS, SHARE_GROUPS_USABLE_SINCE
 from sdk.doctor._wire import (
     CONSUMER_GROUP_HEARTBEAT,
     SHARE_GROUP_HEARTBEAT,
@@ -37,12 +37,14 @@ class BrokerFeature:
         needs: The broker it needs, in words.
         api_key: The request only a broker with the feature serves.
         feature: The finalized feature level that turns it on (``share.version``).
+        since_level: The lowest ``metadata.version`` level on which it works.
     """
 
     name: str
     needs: str
     api_key: int
     feature: str | None = None
+    since_level: int = 0
 
     def missing(self, versions: BrokerVersions) -> str | None:
         """What the broker lacks, in words (None when it has the feature)."""
@@ -52,15 +54,17 @@ class BrokerFeature:
             return f"the broker does not serve API key {self.api_key}"
         if self.feature is not None and versions.finalized.get(self.feature, 0) < 1:
             return f"{self.feature} is {versions.finalized.get(self.feature, 0)}"
+        if versions.finalized.get("metadata.version", 0) < self.since_level:
+            return "its share groups are a preview the share consumer gets no records from"
         return None
 
 
 SHARE_GROUPS = BrokerFeature(
     "a queue (sdk.queue: share groups, KIP-932)",
-    "Apache Kafka 4.1 or later with share groups on (4.2+: on by default; 4.1: the feature "
-    "share.version=1)",
+    "Apache Kafka 4.2 or later (share groups on by default)",
     SHARE_GROUP_HEARTBEAT,
     "share.version",
+    SHARE_GROUPS_USABLE_SINCE,  # 4.1 with share.version=1: joins, no records (measured)
 )
 CONSUMER_PROTOCOL = BrokerFeature(
     'group_protocol="consumer" (KIP-848)',

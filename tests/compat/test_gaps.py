@@ -70,7 +70,7 @@ def test_a_queue_runs_where_the_broker_has_share_groups_and_is_refused_where_not
     assert got == [] and elapsed < _REFUSED_WITHIN_S, elapsed
     assert "share groups" in message
     if not has_share_groups(version):  # the broker is checked first
-        assert _line(version) in message and "Kafka 4.1 or later" in message
+        assert _line(version) in message and "Kafka 4.2 or later" in message
     else:
         assert f"confluent-kafka is {confluent_kafka.__version__}" in message
         assert "confluent-kafka 2.15.0 or later" in message

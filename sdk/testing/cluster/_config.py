@@ -15,7 +15,6 @@ __all__ = [
     "free_ports",
     "has_share_groups",
     "render_config",
-    "upgrade_features",
 ]
 
 INTERNAL_LISTENER = "INTERNAL"
@@ -30,20 +29,11 @@ def _release(kafka_version: str) -> tuple[int, int]:
 def has_share_groups(kafka_version: str) -> bool:
     """Whether the harness turns share groups (KIP-932, ``sdk.queue``) on for this release.
 
-    4.1 is the first release whose share groups librdkafka's ``ShareConsumer`` can use
-    (:func:`upgrade_features`); 4.0 has only the early-access protocol, 3.9 none.
+    4.2 is the first release whose share groups librdkafka's ``ShareConsumer`` can use: on 4.1
+    (preview, ``share.version=1`` finalized by hand) it joins and is handed no records
+    (measured, docs/compatibility.md); 4.0 has only the early-access protocol, 3.9 none.
     """
-    return _release(kafka_version) >= (4, 1)
-
-
-def upgrade_features(kafka_version: str) -> list[str]:
-    """Features to finalize once the cluster runs (``kafka-features upgrade --feature F``).
-
-    Kafka 4.1 has share groups in preview, off until ``share.version=1`` is finalized (its
-    ``kafka-storage format --feature`` leaves it at 0: measured); 4.2 and later finalize it
-    themselves.
-    """
-    return ["share.version=1"] if _release(kafka_version) == (4, 1) else []
+    return _release(kafka_version) >= (4, 2)
 
 
 def _share_group_config(replication: int, min_isr: int) -> dict[str, Any]:

@@ -37,7 +37,6 @@ from sdk.testing.cluster._config import (
     check_port_free,
     free_ports,
     render_config,
-    upgrade_features,
 )
 from sdk.testing.cluster._faults import FaultInjection
 from sdk.testing.cluster._node import Node, NodeState
@@ -224,15 +223,6 @@ class LocalCluster(FaultInjection):
         for node in self._nodes.values():
             self._launch(node)
         self._wait_ready(list(self._nodes.values()), log_offsets={})
-        for feature in upgrade_features(self.kafka_version):
-            self.java_tool(
-                "org.apache.kafka.tools.FeatureCommand",
-                "--bootstrap-server",
-                self.bootstrap_servers,
-                "upgrade",
-                "--feature",
-                feature,
-            )
 
     def _java_cmd(self, main_class: str, *args: str, heap: str | None = None) -> list[str]:
         assert self.jars is not None

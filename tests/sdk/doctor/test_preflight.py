@@ -44,6 +44,12 @@ def test_the_release_is_named_from_the_metadata_version(finalized: Any, said: st
 def test_what_each_release_lacks() -> None:
     assert SHARE_GROUPS.missing(_K39) == "the broker does not serve API key 76"
     assert SHARE_GROUPS.missing(_K41_OFF) == "share.version is 0"
+    k41_on = BrokerVersions(
+        apis=_K41_OFF.apis, finalized={**_K41_OFF.finalized, "share.version": 1}
+    )
+    assert SHARE_GROUPS.missing(k41_on) == (
+        "its share groups are a preview the share consumer gets no records from"
+    )
     assert SHARE_GROUPS.missing(_K44) is None
     assert CONSUMER_PROTOCOL.missing(_K39) == "group.version is 0"
     assert CONSUMER_PROTOCOL.missing(_K40) is None

@@ -7,12 +7,11 @@ from pathlib import Path
 import pytest
 
 from sdk.testing.cluster import LocalCluster
-from sdk.testing.cluster._config import has_share_groups, render_config, upgrade_features
+from sdk.testing.cluster._config import has_share_groups, render_config
 from sdk.testing.cluster._node import Node
 from sdk.testing.jars import (
     DEFAULT_KAFKA_VERSION,
     KAFKA_VERSION_ENV,
-    SUPPORTED_KAFKA_VERSIONS,
     session_kafka_version,
 )
 
@@ -30,7 +29,8 @@ def _config(tmp_path: Path, version: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(
-    ("version", "share"), [("3.9.2", False), ("4.0.2", False), ("4.1.2", True), ("4.4.0", True)]
+    ("version", "share"),
+    [("3.9.2", False), ("4.0.2", False), ("4.1.2", False), ("4.2.2", True), ("4.4.0", True)],
 )
 def test_share_group_settings_only_where_the_harness_turns_share_groups_on(
     tmp_path: Path, version: str, share: bool
@@ -40,12 +40,6 @@ def test_share_group_settings_only_where_the_harness_turns_share_groups_on(
     assert ("group.share.min.record.lock.duration.ms" in config) is share
     assert ("share.coordinator.state.topic.replication.factor" in config) is share
     assert config["process.roles"] == "broker,controller"
-
-
-def test_only_4_1_needs_share_groups_finalized_after_start() -> None:
-    assert {v: upgrade_features(v) for v in SUPPORTED_KAFKA_VERSIONS} == {
-        v: (["share.version=1"] if v.startswith("4.1.") else []) for v in SUPPORTED_KAFKA_VERSIONS
-    }
 
 
 def test_the_environment_picks_the_release_of_every_cluster(
