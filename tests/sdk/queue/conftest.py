@@ -1,7 +1,7 @@
 """Queue tests that need a broker skip where the broker or the client has no share groups.
 
 The compatibility suite (``./dev.sh compat``) runs them on every broker of the matrix: on
-Kafka 3.9 and 4.0 (no share groups a ``ShareConsumer`` can use) and on a confluent-kafka
+Kafka 3.9 to 4.1 (no share groups a ``ShareConsumer`` can use) and on a confluent-kafka
 older than 2.15.0 (no ``ShareConsumer``) they are skipped, and the refusal itself is tested by
 ``tests/compat/test_gaps.py``.
 """
@@ -22,7 +22,7 @@ def _why_not() -> str | None:
         return f"confluent-kafka {confluent_kafka.__version__} has no ShareConsumer (2.15.0+)"
     version = session_kafka_version()
     if not os.environ.get("KAFKA_BOOTSTRAP_SERVERS") and not has_share_groups(version):
-        return f"Kafka {version} has no share groups the share consumer can use (4.1+)"
+        return f"Kafka {version} has no share groups the share consumer can use (4.2+)"
     return None
 
 

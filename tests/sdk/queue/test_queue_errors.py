@@ -56,7 +56,7 @@ def test_a_broker_without_share_groups_is_named_as_such() -> None:
     queue = QueueConsumer(_profile(), ["t"], consumer_factory=_NoShareGroups, telemetry=False)
     with (
         queue,
-        pytest.raises(KafkaClientError, match=r"share groups need Apache Kafka 4\.1") as info,
+        pytest.raises(KafkaClientError, match=r"share groups need Apache Kafka 4\.2") as info,
     ):
         queue.run(lambda record: None, max_records=1)
     assert info.value.code == KafkaError.UNSUPPORTED_VERSION
