@@ -6,6 +6,8 @@
 # Targets beyond the two set-up commands:
 #   ./dev.sh setup               - the set-up of `test` without running it (.ci/run)
 #   ./dev.sh reliability [args]  - fault pipeline / soak target (python -m tests.reliability.run)
+#   ./dev.sh compat [versions]   - the compatibility suite on each broker of the matrix (default:
+#                                  all of them), its table into docs/compatibility.md
 #   ./dev.sh bench [args]        - benchmarks against peers (python -m benchmarks.run)
 # Needs (README.md, "Set-up"): python3 >= 3.11, java 17 or newer (the brokers and Spark), mvn
 # (first run: broker jars; the tests: Spark's Kafka connector jars). `test`, `setup` and
@@ -47,6 +49,7 @@ case "${1:-}" in
   test) shift; setup; network_proxy test; exec "$PY" -m pytest "$@" ;;
   reliability) shift; setup; network_proxy reliability; exec "$PY" -m tests.reliability.run "$@" ;;
   bench) shift; setup; exec "$PY" -m benchmarks.run "$@" ;;
+  compat) shift; setup; exec "$PY" -m tests.compat.run "$@" ;;
   setup) setup; network_proxy setup ;;
-  *) echo "usage: ./dev.sh demo|test|reliability|bench [args...]" >&2; exit 2 ;;
+  *) echo "usage: ./dev.sh demo|test|reliability|bench|compat [args...]" >&2; exit 2 ;;
 esac

@@ -33,7 +33,6 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypeVar, cast, overload
 
 from confluent_kafka import (
-    AcknowledgeType,
     KafkaError,
     KafkaException,
     Message,
@@ -46,6 +45,7 @@ from sdk._message import DeliveryCallback, KafkaMessage, MessageHeaders, polled
 from sdk.errors import RETRY_FOR_S, KafkaClientError, from_kafka_error, is_transient
 
 if TYPE_CHECKING:  # confluent-kafka's stubs import it from here too
+    from confluent_kafka import AcknowledgeType  # 2.15.0+: not imported at run time
     from confluent_kafka.admin._metadata import ClusterMetadata
 
 __all__ = [
@@ -286,15 +286,31 @@ class ShareConsumerClient(Protocol):
         ...
 
 
+SHARE_CONSUMER_CLIENT = "2.15.0"
+"""The first confluent-kafka release with ``ShareConsumer`` (measured: docs/compatibility.md)."""
+
+
 def share_consumer(config: dict[str, Any]) -> ShareConsumerClient:
     """A ``confluent_kafka.ShareConsumer`` (typed as the SDK reads its messages).
 
     Raises:
+        ConfigurationError: The installed confluent-kafka has no ``ShareConsumer`` (older than
+            2.15.0): the message names both versions.
         KafkaException: librdkafka refused a key or value of ``config``.
     """
-    from confluent_kafka import ShareConsumer
+    import confluent_kafka
 
-    return cast(ShareConsumerClient, ShareConsumer(config))
+    cls = getattr(confluent_kafka, "ShareConsumer", None)
+    if cls is None:
+        from sdk.errors import ConfigurationError
+
+        raise ConfigurationError(
+            f"a queue (sdk.queue: share groups, KIP-932) needs confluent-kafka "
+            f"{SHARE_CONSUMER_CLIENT} or later (ShareConsumer); the installed confluent-kafka "
+            f"is {confluent_kafka.__version__}: pip install "
+            f"'confluent-kafka>={SHARE_CONSUMER_CLIENT}'"
+        )
+    return cast(ShareConsumerClient, cls(config))
 
 
 Produce = Callable[[str, "bytes | None", "bytes | None", int, "DeliveryCallback | None"], None]

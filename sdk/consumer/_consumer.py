@@ -206,6 +206,16 @@ class Consumer(HandlingLoop):
 
                 verify(self.profile, self.topics)
                 self._verify_cluster = False  # once per consumer, not at every run
+            if self.profile.group_protocol == "consumer":
+                # a broker without KIP-848 refuses the heartbeats forever: say so, at start
+                from sdk.doctor import CONSUMER_PROTOCOL, require_broker
+
+                require_broker(
+                    CONSUMER_PROTOCOL,
+                    self.profile.bootstrap_servers,
+                    self.profile.security,
+                    self.profile.extras,
+                )
             self._client = subscribed_client(
                 self._factory, dict(self.profile.render()), self.topics, self._health, self
             )

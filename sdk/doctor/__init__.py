@@ -10,12 +10,17 @@ line is ``python -m sdk doctor NAME --file profiles.yaml [--topic T ...] [--json
 (docs/doctor.md). :func:`create_topics` creates the topics a check found missing.
 
 An internal interface, in no ``__all__``: ``main``, that command line (``sdk.__main__`` hands
-it every argument after ``doctor``).
+it every argument after ``doctor``); ``require_broker`` with ``SHARE_GROUPS`` and
+``CONSUMER_PROTOCOL``, the start-up check of the front ends (a feature the broker lacks is
+refused by name).
 """
 
 from sdk.doctor._checks import check, verify
 from sdk.doctor._cli import main as main
 from sdk.doctor._create import create_topics
+from sdk.doctor._preflight import CONSUMER_PROTOCOL as CONSUMER_PROTOCOL
+from sdk.doctor._preflight import SHARE_GROUPS as SHARE_GROUPS
+from sdk.doctor._preflight import require_broker as require_broker
 from sdk.doctor._report import Check, Report, Status
 
 __all__ = ["Check", "Report", "Status", "check", "create_topics", "verify"]

@@ -30,11 +30,15 @@ METADATA_VERSIONS: dict[int, str] = {
     13: "3.6-IV1", 14: "3.6-IV2", 15: "3.7-IV0", 16: "3.7-IV1", 17: "3.7-IV2", 18: "3.7-IV3",
     19: "3.7-IV4", 20: "3.8-IV0", 21: "3.9-IV0", 22: "4.0-IV0", 23: "4.0-IV1", 24: "4.0-IV2",
     25: "4.0-IV3", 26: "4.1-IV0", 27: "4.1-IV1", 28: "4.2-IV0", 29: "4.2-IV1", 30: "4.3-IV0",
-    31: "4.4-IV0",
+    31: "4.4-IV0", 32: "4.4-IV1", 33: "4.4-IV2",
 }  # fmt: skip
-"""``metadata.version`` feature levels and their names (Kafka's ``MetadataVersion``)."""
+"""``metadata.version`` feature levels and their names (Kafka's ``MetadataVersion``; 32 and 33
+from the 4.4.0 jar, whose new clusters finalize 33: measured, docs/compatibility.md)."""
 
 _SHARE_GROUPS_SINCE = 26  # 4.1-IV0: share.version became a feature a cluster can finalize
+SHARE_GROUPS_USABLE_SINCE = 28
+"""4.2-IV0: on Kafka 4.1 (preview) with share.version 1 the share consumer joins and gets no
+records (measured with confluent-kafka 2.16.1: docs/compatibility.md)."""
 
 
 def feature_levels(
@@ -243,10 +247,19 @@ def judge_share_groups(
     metadata = finalized.get("metadata.version", 0)
     served = apis is None or SHARE_GROUP_HEARTBEAT in apis
     found = f"share.version {level}" + ("" if served else ", ShareGroupHeartbeat not served")
+    if level >= 1 and served and metadata and metadata < SHARE_GROUPS_USABLE_SINCE:
+        return Check(
+            name,
+            Status.FAIL,
+            f"{found} on metadata.version {metadata} (Kafka 4.1: share groups in preview)",
+            "the share consumer joins a Kafka 4.1 share group and is handed no records: the "
+            "queue waits for ever",
+            "upgrade the cluster to Kafka 4.2 or later",
+        )
     if level >= 1 and served:
         return Check(name, Status.PASS, found)
     if metadata and metadata < _SHARE_GROUPS_SINCE:
-        fix = "upgrade the cluster to Kafka 4.1 or later, then enable share.version=1"
+        fix = "upgrade the cluster to Kafka 4.2 or later"
     else:
         fix = s.tool("kafka-features.sh", "upgrade --feature share.version=1")
     return Check(

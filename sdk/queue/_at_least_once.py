@@ -18,14 +18,13 @@ from collections.abc import Callable, Iterable
 from itertools import islice
 from typing import Any
 
-from confluent_kafka import AcknowledgeType
-
 from sdk._client import KafkaMessage, ShareConsumerClient
 from sdk.consumer.engine import DeadLetterSink, RecordDecoder
 from sdk.errors import HandlerError, KafkaClientError, SdkError, SerializationError
 from sdk.failure import HandlerRunner
 from sdk.observability import Telemetry
 from sdk.profiles import QueueProfile
+from sdk.queue._client_api import AcknowledgeType
 from sdk.queue._records import Outstanding, QueueStats
 from sdk.records import ConsumerRecord, handle_run, view
 

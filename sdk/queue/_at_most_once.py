@@ -13,14 +13,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import AcknowledgeType
-
 from sdk._client import KafkaMessage, ShareConsumerClient
 from sdk.consumer.engine import DeadLetterSink
 from sdk.errors import HandlerError, SdkError, SerializationError
 from sdk.failure import HandlerRunner
 from sdk.observability import Telemetry
 from sdk.profiles import QueueProfile
+from sdk.queue._client_api import AcknowledgeType
 from sdk.queue._records import Outstanding, QueueStats
 from sdk.records import ConsumerRecord
 

@@ -28,19 +28,14 @@ from contextlib import contextmanager
 from operator import countOf
 from typing import Any, Literal, TypeVar, cast
 
-from confluent_kafka import (
-    AcknowledgeType,
-    KafkaError,
-    KafkaException,
-    Message,
-    TopicPartition,
-)
+from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from sdk._client import KafkaMessage, ShareConsumerClient, share_consumer, translating
 from sdk._connection import BrokerContact
 from sdk._deprecation import renamed
 from sdk._signals import sigterm_stops
 from sdk.consumer.engine import RecordDecoder, dead_letter_sink
+from sdk.doctor import SHARE_GROUPS, require_broker
 from sdk.errors import (
     ClosedError,
     ConfigurationError,
@@ -54,6 +49,7 @@ from sdk.observability import Telemetry
 from sdk.profiles import Guarantee, QueueProfile
 from sdk.queue._at_least_once import LOCK_BUDGET, AtLeastOnceHandling
 from sdk.queue._at_most_once import AtMostOnceHandling
+from sdk.queue._client_api import AcknowledgeType, delivery_count
 from sdk.queue._group import NO_SUPPORT_CODES, apply_group_config, with_hint
 from sdk.queue._manual import ManualAcknowledgement
 from sdk.queue._records import Outstanding, QueueStats
@@ -66,8 +62,9 @@ T = TypeVar("T")
 
 _AMO = Guarantee.AT_MOST_ONCE
 # confluent-kafka's C methods, mapped over a poll with no Python frame per record; the messages
-# are confluent_kafka.Message, typed by what the SDK reads of them
-_delivery_count = cast("Callable[[KafkaMessage], int | None]", Message.delivery_count)
+# are confluent_kafka.Message, typed by what the SDK reads of them (delivery_count: a stand-in
+# on a client older than the queue's floor, which cannot run a queue anyway)
+_delivery_count = cast("Callable[[KafkaMessage], int | None]", delivery_count)
 _error = cast("Callable[[KafkaMessage], KafkaError | None]", Message.error)
 _ACCEPT, _RELEASE, _REJECT = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT
 _COMMIT_TIMEOUT_S = 30.0
@@ -168,6 +165,13 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
 
                 verify(self.profile, self.topics)
                 self._verify_cluster = False  # once per consumer, not at every run
+            if self._factory is share_consumer:  # a broker without share groups: say so now
+                require_broker(
+                    SHARE_GROUPS,
+                    self.profile.bootstrap_servers,
+                    self.profile.security,
+                    self.profile.extras,
+                )
             if self.profile.apply_group_config:
                 applied = apply_group_config(self.profile, stopped=self._stop.is_set)
                 if applied is None:

@@ -24,8 +24,8 @@ from sdk.profiles import QueueProfile
 __all__ = ["NO_SHARE_GROUPS_HINT", "NO_SUPPORT_CODES", "apply_group_config", "with_hint"]
 
 NO_SHARE_GROUPS_HINT = (
-    "share groups need Apache Kafka 4.1 or later with share groups enabled (Kafka 4.2+ enables "
-    "them by default; on 4.1 set the feature share.version=1)"
+    "share groups need Apache Kafka 4.2 or later (on by default there; on 4.1, a preview, the "
+    "share consumer gets no records: docs/compatibility.md)"
 )
 
 NO_SUPPORT_CODES = frozenset(

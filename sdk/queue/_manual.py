@@ -26,13 +26,12 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Literal
 
-from confluent_kafka import AcknowledgeType
-
 from sdk._client import KafkaMessage, ShareConsumerClient
 from sdk._deprecation import renamed
 from sdk._signals import sigterm_stops
 from sdk.errors import AcknowledgementError, ConfigurationError, SerializationError
 from sdk.profiles import Guarantee, QueueProfile
+from sdk.queue._client_api import AcknowledgeType
 from sdk.queue._records import QueueStats
 from sdk.records import ConsumerRecord
 

@@ -22,10 +22,33 @@ from pathlib import Path
 from sdk.errors import MavenError
 from sdk.testing.tools import cache_root, find_mvn
 
-__all__ = ["DEFAULT_KAFKA_VERSION", "BrokerJars", "resolve_broker_jars"]
+__all__ = [
+    "DEFAULT_KAFKA_VERSION",
+    "KAFKA_VERSION_ENV",
+    "SUPPORTED_KAFKA_VERSIONS",
+    "BrokerJars",
+    "resolve_broker_jars",
+    "session_kafka_version",
+]
 
 DEFAULT_KAFKA_VERSION = "4.3.1"
 """The Apache Kafka release the harness runs unless told otherwise."""
+
+SUPPORTED_KAFKA_VERSIONS = ("3.9.2", "4.0.2", "4.1.2", "4.2.2", "4.3.1", "4.4.0")
+"""The broker matrix (docs/compatibility.md): the latest patch of each line Maven Central serves."""
+
+KAFKA_VERSION_ENV = "KSEM_KAFKA_VERSION"
+"""Environment variable that picks the broker version of every cluster a process starts."""
+
+
+def session_kafka_version() -> str:
+    """The broker version a cluster runs when none is given: ``$KSEM_KAFKA_VERSION`` or the default.
+
+    Read at each cluster's construction, so one variable picks the broker of a whole pytest
+    session (``./dev.sh compat`` sets it per version).
+    """
+    return os.environ.get(KAFKA_VERSION_ENV) or DEFAULT_KAFKA_VERSION
+
 
 _STAMP = ".complete"
 _log = logging.getLogger(__name__)

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
 from pydantic import BaseModel
 
 SNAPSHOT = Path(__file__).with_name("public_surface.txt")
@@ -28,6 +29,9 @@ WITHOUT_EXPORTS = {
     "sdk.testing": "a package docstring; its public modules are listed",
 }
 """Modules without ``__all__`` that export nothing, and why."""
+
+
+_MISSING: list[str] = []  # modules not importable here (an optional dependency missing)
 
 
 def _public_modules() -> list[ModuleType]:
@@ -43,6 +47,7 @@ def _public_modules() -> list[ModuleType]:
             try:
                 modules.append(importlib.import_module(info.name))
             except ImportError:  # an optional dependency (pyspark) is missing
+                _MISSING.append(info.name)
                 continue
     return sorted(modules, key=lambda m: m.__name__)
 
@@ -106,6 +111,8 @@ def surface() -> str:
 
 def test_the_public_surface_is_the_reviewed_one() -> None:
     now = surface()
+    if _MISSING:  # e.g. the client-floor venv without the spark extra: not the whole surface
+        pytest.skip(f"not importable here (optional dependencies): {sorted(set(_MISSING))}")
     before = SNAPSHOT.read_text()
     if now != before:
         diff = "\n".join(

@@ -24,7 +24,7 @@ from typing import Any
 from sdk.errors import ClusterError
 from sdk.testing.cluster._local import LocalCluster, NodeState
 from sdk.testing.cluster._proxy import NetworkFaults
-from sdk.testing.jars import DEFAULT_KAFKA_VERSION, resolve_broker_jars
+from sdk.testing.jars import resolve_broker_jars, session_kafka_version
 from sdk.testing.tools import cache_root
 
 
@@ -146,13 +146,13 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="start a local cluster and print its bootstrap servers")
     up.add_argument("--nodes", type=int, choices=(1, 3), default=1)
-    up.add_argument("--kafka-version", default=DEFAULT_KAFKA_VERSION)
+    up.add_argument("--kafka-version", default=session_kafka_version())
     up.add_argument("--heap", default="1g", help="JVM -Xmx per node")
     up.add_argument(
         "--network-faults", action="store_true", help="a Toxiproxy proxy before each broker"
     )
     fetch = sub.add_parser("fetch", help="only resolve (and cache) the broker jars")
-    fetch.add_argument("--kafka-version", default=DEFAULT_KAFKA_VERSION)
+    fetch.add_argument("--kafka-version", default=session_kafka_version())
     faults = _fault_parsers(sub)
     for command in (up, sub.add_parser("down"), sub.add_parser("status"), *faults):
         command.add_argument("--name", default="default", help="cluster name")

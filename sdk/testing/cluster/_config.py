@@ -9,10 +9,47 @@ from typing import Any
 from sdk.errors import PortInUseError
 from sdk.testing.cluster._node import Node
 
-__all__ = ["INTERNAL_LISTENER", "check_port_free", "free_ports", "render_config"]
+__all__ = [
+    "INTERNAL_LISTENER",
+    "check_port_free",
+    "free_ports",
+    "has_share_groups",
+    "render_config",
+]
 
 INTERNAL_LISTENER = "INTERNAL"
 """The inter-broker listener of a cluster whose clients go through fault proxies."""
+
+
+def _release(kafka_version: str) -> tuple[int, int]:
+    major, minor, *_ = (int(part) for part in kafka_version.split("-")[0].split("."))
+    return major, minor
+
+
+def has_share_groups(kafka_version: str) -> bool:
+    """Whether the harness turns share groups (KIP-932, ``sdk.queue``) on for this release.
+
+    4.2 is the first release whose share groups librdkafka's ``ShareConsumer`` can use: on 4.1
+    (preview, ``share.version=1`` finalized by hand) it joins and is handed no records
+    (measured, docs/compatibility.md); 4.0 has only the early-access protocol, 3.9 none.
+    """
+    return _release(kafka_version) >= (4, 2)
+
+
+def _share_group_config(replication: int, min_isr: int) -> dict[str, Any]:
+    return {
+        "share.coordinator.state.topic.replication.factor": replication,
+        "share.coordinator.state.topic.min.isr": min_isr,
+        # share groups (sdk.queue): let tests use short record locks (broker floor: 15 s),
+        # so a killed worker's records come back within seconds
+        "group.share.min.record.lock.duration.ms": 1_000,
+        # ... and evict a killed member within seconds: until its session times out (broker
+        # default and floor: 45 s) the partitions assigned to it deliver to nobody
+        "group.share.session.timeout.ms": 6_000,
+        "group.share.min.session.timeout.ms": 6_000,
+        "group.share.heartbeat.interval.ms": 1_000,
+        "group.share.min.heartbeat.interval.ms": 1_000,
+    }
 
 
 def free_ports(count: int) -> list[int]:
@@ -58,6 +95,7 @@ def render_config(
     extra_listeners: Mapping[str, str],
     broker_config: Mapping[str, Any],
     advertised_port: int | None = None,
+    kafka_version: str = "4.3.1",
 ) -> str:
     """Render a node's ``server.properties``.
 
@@ -70,6 +108,8 @@ def render_config(
         advertised_port: Port the client (PLAINTEXT) listener advertises instead of its own (a
             fault proxy's); brokers then talk to each other on :data:`INTERNAL_LISTENER`, which
             must be among ``extra_listeners``.
+        kafka_version: The broker release: share-group settings only where the harness turns
+            share groups on (:func:`has_share_groups`); 3.9 and 4.0 get none.
 
     Returns:
         The file's text.
@@ -98,18 +138,9 @@ def render_config(
         "group.initial.rebalance.delay.ms": 0,
         "auto.create.topics.enable": "false",
         "unclean.leader.election.enable": "false",
-        "share.coordinator.state.topic.replication.factor": replication,
-        "share.coordinator.state.topic.min.isr": min_isr,
-        # share groups (sdk.queue): let tests use short record locks (broker floor: 15 s),
-        # so a killed worker's records come back within seconds
-        "group.share.min.record.lock.duration.ms": 1_000,
-        # ... and evict a killed member within seconds: until its session times out (broker
-        # default and floor: 45 s) the partitions assigned to it deliver to nobody
-        "group.share.session.timeout.ms": 6_000,
-        "group.share.min.session.timeout.ms": 6_000,
-        "group.share.heartbeat.interval.ms": 1_000,
-        "group.share.min.heartbeat.interval.ms": 1_000,
     }
+    if has_share_groups(kafka_version):
+        config.update(_share_group_config(replication, min_isr))
     if advertised_port is not None:  # clients go through the proxy, brokers around it
         config["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{advertised_port}"
         config["inter.broker.listener.name"] = INTERNAL_LISTENER

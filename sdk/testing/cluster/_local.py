@@ -33,11 +33,15 @@ from sdk.testing.cluster._boot import (
     wait_started,
 )
 from sdk.testing.cluster._boot import new_cluster_id as _new_cluster_id  # tests import it here
-from sdk.testing.cluster._config import check_port_free, free_ports, render_config
+from sdk.testing.cluster._config import (
+    check_port_free,
+    free_ports,
+    render_config,
+)
 from sdk.testing.cluster._faults import FaultInjection
 from sdk.testing.cluster._node import Node, NodeState
 from sdk.testing.cluster._proxy import NetworkFaults
-from sdk.testing.jars import DEFAULT_KAFKA_VERSION, BrokerJars, resolve_broker_jars
+from sdk.testing.jars import BrokerJars, resolve_broker_jars, session_kafka_version
 from sdk.testing.tools import find_java
 
 __all__ = ["LocalCluster", "NodeState"]
@@ -87,7 +91,7 @@ class LocalCluster(FaultInjection):
         self,
         nodes: int = 1,
         *,
-        kafka_version: str = DEFAULT_KAFKA_VERSION,
+        kafka_version: str | None = None,
         workdir: Path | str | None = None,
         ports: list[int] | None = None,
         broker_config: Mapping[str, Any] | None = None,
@@ -107,7 +111,7 @@ class LocalCluster(FaultInjection):
         if ports is not None and len(ports) != nodes:
             raise ClusterError(f"ports must list one port per node ({nodes}), got {ports}")
         self.size = nodes
-        self.kafka_version = kafka_version
+        self.kafka_version = kafka_version or session_kafka_version()
         self._owns_workdir = workdir is None
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="kafka-sem-"))
         self._ports = ports
@@ -212,6 +216,7 @@ class LocalCluster(FaultInjection):
                     extra_listeners=self._extra_listeners,
                     broker_config=self._broker_config,
                     advertised_port=self.network.port_of(node.node_id) if self.network else None,
+                    kafka_version=self.kafka_version,
                 )
             )
         self._format_storage()

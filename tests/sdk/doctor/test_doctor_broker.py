@@ -43,7 +43,8 @@ def test_replication_one_under_at_least_once_warns_and_names_the_risk(
     assert (rf.status, rf.found) == (Status.WARN, "replication factor 1")
     assert "one broker's disk" in rf.why and "add brokers first" in rf.fix
     assert checks["brokers reachable"].status is Status.PASS
-    assert checks["cluster version"].found.startswith("Kafka 4.")
+    line = ".".join(getattr(kafka_cluster, "kafka_version", "4").split(".")[:2])
+    assert checks["cluster version"].found.startswith(f"Kafka {line}")  # the release it runs
     assert checks[f"topic {topic}: exists"].found == "3 partitions (output)"
     assert checks[f"topic {topic}: unclean leader election"].status is Status.PASS
     assert checks[f"topic {topic}: in sync now"].status is Status.PASS

@@ -228,7 +228,13 @@ def test_share_groups_off_fails_a_queue_with_the_feature_command() -> None:
         "kafka-features.sh --bootstrap-server kafka-1:9092 upgrade --feature share.version=1"
     )
     old = judge_share_groups(s, {"metadata.version": 22}, {})
-    assert old.status is Status.FAIL and "4.1 or later" in old.fix
+    assert old.status is Status.FAIL and "4.2 or later" in old.fix
+    preview = judge_share_groups(  # Kafka 4.1 with share.version=1: joins, gets no records
+        s, {"share.version": 1, "metadata.version": 27}, {SHARE_GROUP_HEARTBEAT: (1, 1)}
+    )
+    assert (
+        preview.status is Status.FAIL and preview.fix == "upgrade the cluster to Kafka 4.2 or later"
+    )
     on = judge_share_groups(s, {"share.version": 1}, {SHARE_GROUP_HEARTBEAT: (1, 1)})
     assert on.status is Status.PASS
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from confluent_kafka import ShareConsumer
+import confluent_kafka
 
 from sdk.profiles import QueueProfile
 from tests.sdk.consumer._support import seed
@@ -26,7 +26,7 @@ def queue_profile(bootstrap: str, guarantee: str, group: str, **kw: Any) -> Queu
 def leftovers(bootstrap: str, group: str, topic: str, seconds: float) -> list[tuple[bytes, int]]:
     """What the share group still hands out: ``(value, delivery_count)`` of each record a raw
     confluent-kafka ``ShareConsumer`` (implicit acknowledgement) gets within ``seconds``."""
-    c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group})
+    c = confluent_kafka.ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group})
     c.subscribe([topic])
     out: list[tuple[bytes, int]] = []
     deadline = time.monotonic() + seconds
