@@ -33,12 +33,7 @@ from typing import Any
 from sdk.aio import AsyncDatabaseSink, async_postgresql
 from sdk.sink import Database, DatabaseSink, SinkStats, postgresql, sqlite
 from tests.sdk.consumer._support import profile
-
-
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
+from tests.sdk.sink.sink_worker import write_json
 
 
 def snapshot(stats: SinkStats) -> dict[str, Any]:
