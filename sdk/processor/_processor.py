@@ -4,35 +4,31 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from confluent_kafka import Consumer as _ConsumerClient
-from confluent_kafka import TopicPartition
 
-from sdk._client import ConsumerClient, KafkaMessage, ProducerClient, call_kafka
+from sdk._client import ConsumerClient, KafkaMessage, ProducerClient
 from sdk._deprecation import moved, renamed
-from sdk.consumer.engine import ConsumeLoop, HandledMarks, commit_before_handling, member_id
+from sdk.consumer.engine import ConsumeLoop
 from sdk.core.session import TransactionSession, transactional_id_for
 from sdk.errors import (
     ClosedError,
     ConfigurationError,
-    KafkaClientError,
-    KafkaTimeoutError,
     SdkError,
 )
 from sdk.failure import HandlerRunner
 from sdk.observability import Telemetry, get_logger, redact
 from sdk.partitioners import Partitioner
-from sdk.processor._handling import HandlingLoop
-from sdk.processor._positions import counting, rewind_to_committed
+from sdk.processor._commits import TransactionCommits
+from sdk.processor._handling import TransactionHandling
 from sdk.processor._progress import Progress, ProgressTracker
 from sdk.processor._records import (
     BatchHandler,
     Handler,
     ProcessorState,
     ProcessorStats,
-    chosen_handler,
 )
 from sdk.producer import Producer
 from sdk.profiles import Guarantee, ProcessingProfile
@@ -44,7 +40,7 @@ _EOS = Guarantee.EXACTLY_ONCE
 _ALO = Guarantee.AT_LEAST_ONCE
 
 
-class Processor(HandlingLoop):
+class Processor:
     """Consume → handle → produce, under the guarantee of a :class:`ProcessingProfile`.
 
     * ``exactly_once``: one transactional producer per instance. Outputs and input offsets are
@@ -122,9 +118,6 @@ class Processor(HandlingLoop):
         self.profile = profile
         self.guarantee = profile.guarantee
         self.topics = list(input_topics)
-        self._handler = handler
-        self._batch_handler = batch_handler
-        self._on_fenced = on_fenced
         self._poll_timeout = poll_timeout_s
         self._tel = tel = (
             Telemetry.disabled() if telemetry is False else (telemetry or Telemetry.default())
@@ -135,14 +128,9 @@ class Processor(HandlingLoop):
         )
         self.stats = ProcessorStats()
         self.state = ProcessorState.CREATED
-        self._positions: dict[tuple[str, int], int] = {}
-        self._pending = 0
-        self._last_commit = time.monotonic()
         # sdk.aio: called with each polled batch right before its records are handled (after
         # the at-most-once commit), to run the batch's async handlers in one loop crossing
         self._before_handle: Callable[[list[KafkaMessage]], object] | None = None
-        self._member: str | None = None  # group member id that received the assignment
-        self._handled_marks = HandledMarks()  # at_most_once: positions committed before handling
         self._progress = ProgressTracker(on_progress, lambda: self.stats.records_in)
         self.transactional_id = transactional_id_for(profile, transactional_id, instance_id)
         # every output goes through the SDK Producer: the profile's partitioner places keys
@@ -157,12 +145,17 @@ class Processor(HandlingLoop):
             client_factory=producer_factory,
         )
         self._txn = TransactionSession(self._producer, stats=self.stats, telemetry=tel)
-        self._timeout_s = self._txn.timeout_s
+        self._commits = TransactionCommits(
+            profile, self.stats, self._txn, tel, self._progress, on_fenced, lambda: self._consumer
+        )
+        self._handling = TransactionHandling(
+            profile, self.stats, tel, self._txn, self._runner, self._commits, handler, batch_handler
+        )
         self._engine = ConsumeLoop(
             profile.consumer,
             self.topics,
             self.stats,
-            self,
+            self._commits,
             name="Processor",
             poll_timeout_s=poll_timeout_s,
             client_factory=consumer_factory,
@@ -296,9 +289,7 @@ class Processor(HandlingLoop):
     ) -> ProcessorStats:
         if self.state is ProcessorState.CLOSED:
             raise ClosedError("Processor.run() after close()")
-        self._handler, self._batch_handler = chosen_handler(
-            handler, batch_handler, self._handler, self._batch_handler
-        )
+        self._handling.use(handler, batch_handler)
         deadline = None if max_duration_s is None else time.monotonic() + max_duration_s
         try:
             with self._engine.running(handle_sigterm) as client:
@@ -317,29 +308,9 @@ class Processor(HandlingLoop):
                     break
                 self._step()
         except BaseException as exc:
-            self._abort_open(exc)
+            self._commits.abort_open(exc)
             raise
-
-    def end_run(self, client: ConsumerClient, failed: bool, in_flight: int) -> None:
-        """The run ends: commit the pending work (an exception aborted it already)."""
-        if failed:
-            return
-        self.state = ProcessorState.STOPPING
-        try:
-            self._commit_or_recover()
-        except BaseException as exc:
-            self._abort_open(exc)
-            raise
-
-    def _abort_open(self, cause: BaseException) -> None:
-        """Leaving on an exception (a cancellation too): abort the open transaction now.
-
-        Closing alone would revoke the partitions, and the revoke commits the open
-        transaction: an exception raised between two outputs of one record would commit half
-        of its outputs without its offset. An abort is right whatever the exception was.
-        """
-        if self.guarantee is _EOS:
-            self._txn.abort_on_the_way_out(cause)
+        self.state = ProcessorState.STOPPING  # the engine's end of the run commits
 
     def _start(self) -> None:
         """Create and subscribe the consumer (after the producer's start; unit tests call it)."""
@@ -365,161 +336,16 @@ class Processor(HandlingLoop):
     def _step(self) -> None:
         client = self._engine.client
         assert client is not None  # the run's client
-        records = self._engine.poll(client, self.profile.consumer.batch_size, self._wait_s())
+        commits = self._commits
+        wait_s = commits.wait_s(self._poll_timeout)
+        records = self._engine.poll(client, self.profile.consumer.batch_size, wait_s)
         if records:
             self.stats.polled += len(records)
-            records = self.admit(client, records)
+            records = commits.admit(client, records)
             if not records:
                 return  # not handled: another member may own these partitions now
             if self._before_handle is not None:
                 self._before_handle(records)
-            self._handle(records)
-        if self._due():
-            self._commit_or_recover()
-
-    def _wait_s(self) -> float:
-        """How long a poll may wait: never past when the pending records' commit is due.
-
-        A read_committed reader sees them only after that commit.
-        """
-        if self._pending == 0:
-            return self._poll_timeout
-        due_in = self._last_commit + self.profile.commit_interval_ms / 1000.0 - time.monotonic()
-        return min(self._poll_timeout, max(due_in, 0.0))
-
-    def _due(self) -> bool:
-        if self._pending == 0:
-            return False
-        if self._pending >= self.profile.max_records_per_transaction:
-            return True
-        return (time.monotonic() - self._last_commit) * 1000 >= self.profile.commit_interval_ms
-
-    # ---------------------------------------------------------------- commits
-    def _offsets(self, keys: Iterable[tuple[str, int]] | None = None) -> list[TopicPartition]:
-        items = (
-            self._positions.items()
-            if keys is None
-            else ((k, self._positions[k]) for k in keys if k in self._positions)
-        )
-        return [TopicPartition(t, p, off) for (t, p), off in sorted(items)]
-
-    def _commit_or_recover(self) -> bool:
-        """Commit the pending work; on failure run the named recovery path. True if committed."""
-        consumer = self._consumer
-        if consumer is None:
-            return False
-        if self.guarantee is _EOS:
-            if not self._txn.open:
-                self._reset_pending()
-                return True
-            offsets = self._offsets()
-            try:
-                self._txn.commit(offsets, consumer.consumer_group_metadata())
-            except KafkaClientError as exc:
-                self._recover(exc)
-                return False
-            self.stats.commits += 1
-            self._progress.commit((tp.topic, tp.partition, tp.offset) for tp in offsets)
-            self._reset_pending()
-            return True
-        if self.guarantee is _ALO and self._pending:
-            try:  # outputs acknowledged first: only then may the input offsets move
-                self._txn.flush("flush (at_least_once)")
-            except KafkaTimeoutError as exc:
-                raise KafkaTimeoutError(
-                    f"flush: at_least_once flush left records unacknowledged ({exc})",
-                    kafka_error=exc.kafka_error,
-                ) from exc
-            offsets = self._offsets()
-            if offsets:
-                call_kafka(
-                    lambda: consumer.store_offsets(offsets=offsets),
-                    context="store_offsets",
-                    commit=True,
-                    on_retry=counting(self.stats, self._tel),
-                )
-            self.stats.commits += 1
-            self._progress.commit((tp.topic, tp.partition, tp.offset) for tp in offsets)
-        self._reset_pending()
-        return True
-
-    def _reset_pending(self) -> None:
-        self._positions.clear()
-        self._pending = 0
-        self._last_commit = time.monotonic()
-
-    # ---------------------------------------------------------------- recovery paths
-    def _recover(self, exc: KafkaClientError) -> None:
-        """Run the session's one recovery decision, then rewind (see docs/processor.md).
-
-        Raises:
-            ProducerFencedError: Fenced/fatal with on_fenced="raise".
-        """
-        self._txn.recover(exc, on_fenced=self._on_fenced)
-        self._rewind()
-
-    def _abort_and_rewind(self, cause: BaseException | None = None) -> None:
-        self._txn.abort_or_recreate(cause, on_fenced=self._on_fenced)
-        self._rewind()
-
-    def _rewind(self) -> None:
-        """Seek every assigned partition back to its committed offset (no rebalance wait)."""
-        self._reset_pending()
-        consumer = self._consumer
-        if consumer is None:
-            return  # closed: the next owner starts from the committed offsets
-        rewind_to_committed(
-            consumer,
-            latest=self.profile.consumer.auto_offset_reset == "latest",
-            stats=self.stats,
-            timeout_s=self._timeout_s,
-            telemetry=self._tel,
-        )
-
-    # ---------------------------------------------------------------- how a batch commits
-    def admit(self, client: ConsumerClient, messages: list[KafkaMessage]) -> list[KafkaMessage]:
-        """at_most_once: the batch committed before handling (the records that may be handled)."""
-        if self.guarantee is not Guarantee.AT_MOST_ONCE:
-            return messages
-        records = commit_before_handling(
-            client,
-            messages,
-            assigned_as=self._member,
-            stats=self.stats,
-            marks=self._handled_marks,
-            telemetry=self._tel,
-            on_retry=counting(self.stats, self._tel),
-            committed_timeout_s=self._timeout_s,
-        )
-        if records:
-            self._progress.commit((m.topic(), m.partition(), m.offset() + 1) for m in records)
-        return records
-
-    def on_assign(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None:
-        """Remember the member (at_most_once ownership) and report the assignment."""
-        self._member = member_id(consumer)  # at_most_once: handle only as this member
-        if self.guarantee is Guarantee.AT_MOST_ONCE:  # nothing below the committed offset
-            self._handled_marks.assigned(partitions)
-        self.stats.note(f"assigned {len(partitions)} partitions")
-        self._progress.rebalanced("assigned", partitions)
-
-    def on_revoke(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None:
-        """Commit (or abort and rewind) the in-flight work before the partitions go."""
-        self._handled_marks.released(partitions)
-        try:
-            self._commit_or_recover()
-        except BaseException as exc:  # surfaced by the loop after consume() returns
-            self._engine.fail_later(exc)
-        self._reset_pending()
-        self._progress.rebalanced("revoked", partitions)
-
-    def on_lost(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None:
-        """Partitions were lost (session expired): another member may own them; abort."""
-        self._handled_marks.released(partitions)
-        if self.guarantee is _EOS and self._txn.open:
-            try:  # never raises a fence here: a lost member's epoch may well be stale
-                self._txn.abort_or_recreate(on_fenced="recreate")
-            except BaseException as exc:  # the new client's init failed: the loop raises it
-                self._engine.fail_later(exc)
-        self._reset_pending()
-        self._progress.rebalanced("lost", partitions)
+            self._handling.handle(records)
+        if commits.due():
+            commits.commit_or_recover()

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import suppress
 from typing import Any, Literal
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID
 
-from sdk._client import ConsumerClient, KafkaMessage
+from sdk._client import ConsumerClient
 from sdk.consumer.engine import ConsumeLoop, FailurePath
 from sdk.errors import (
     ConfigurationError,
@@ -20,6 +19,7 @@ from sdk.observability import Telemetry
 from sdk.profiles import ConsumerProfile, Guarantee
 from sdk.serialization import Deserializer
 from sdk.sink._batch import BatchBody, Fenced, SinkHandler, Transient
+from sdk.sink._claims import SinkCommits
 from sdk.sink._connection import SinkConnection, application_name
 from sdk.sink._database import Database, Position, Session
 from sdk.sink._positions import Holdings
@@ -166,20 +166,30 @@ class DatabaseSink:
         self._failure.telemetry = self._telemetry
         self._body = BatchBody(self._failure, self._count_retry)
         if first_start == "committed":
-            self._start_offset = OFFSET_INVALID  # librdkafka: committed, else auto.offset.reset
+            start_offset = OFFSET_INVALID  # librdkafka: committed, else auto.offset.reset
         else:
-            self._start_offset = (
+            start_offset = (
                 OFFSET_BEGINNING if profile.auto_offset_reset == "earliest" else OFFSET_END
             )
         self._db = SinkConnection(
             database, self.stats, retry_timeout_s, application_name(self._group)
         )
         self._held = Holdings(self._eos, self.stats, profile.auto_commit_interval_ms / 1000.0)
+        config = profile.render()
+        strategy = str(config.get("partition.assignment.strategy", ""))
+        commits = SinkCommits(
+            self._held,
+            eos=self._eos,
+            incremental=config.get("group.protocol") == "consumer" or "cooperative" in strategy,
+            start_offset=start_offset,
+            claim=lambda keys: self._retrying(lambda session: session.claim(self._group, keys)),
+            stats=self.stats,
+        )
         self._loop = ConsumeLoop(
             profile,
             names,
             self.stats,
-            self,
+            commits,
             name="DatabaseSink",
             poll_timeout_s=poll_timeout_s,
             client_factory=client_factory,
@@ -188,9 +198,6 @@ class DatabaseSink:
             # creates or checks the positions table before joining
             configure=self._prepare,
         )
-        config = profile.render()
-        strategy = str(config.get("partition.assignment.strategy", ""))
-        self._incremental = config.get("group.protocol") == "consumer" or "cooperative" in strategy
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -316,15 +323,6 @@ class DatabaseSink:
         if self._db.stale:  # a transaction failed: find what committed before going on
             self._resync(client)
 
-    # ------------------------------------------------------------------ how a batch commits
-    def admit(self, client: ConsumerClient, messages: list[KafkaMessage]) -> list[KafkaMessage]:
-        """Every polled record goes to the batch's transaction (split there)."""
-        return messages
-
-    def end_run(self, client: ConsumerClient, failed: bool, in_flight: int) -> None:
-        """Nothing is in flight after a run; the offsets advised to Kafka are sent."""
-        self._held.flush_advice(client)
-
     def _write(
         self,
         client: ConsumerClient,
@@ -399,44 +397,6 @@ class DatabaseSink:
 
         rows = self._retrying(read)
         self._held.reread(client, rows)
-
-    # ------------------------------------------------------------------ rebalance callbacks
-    def on_assign(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
-        """exactly_once: claim the partitions (epochs bumped) and start at their positions."""
-        if not self._eos:
-            return  # librdkafka assigns at the committed offsets
-        keys = [(tp.topic, tp.partition) for tp in partitions]
-        claims: dict[Partition, Position] = {}
-        unclaimed = False
-        if keys:
-            try:
-                claims = self._retrying(lambda session: session.claim(self._group, keys))
-                self.stats.claims += 1
-            except BaseException as exc:  # raised by the loop; the partitions stay unclaimed
-                self._loop.fail_later(exc)
-                unclaimed = True
-        self._held.claimed(claims, partitions, self._start_offset)
-        if self._incremental:
-            consumer.incremental_assign(partitions)
-        else:
-            consumer.assign(partitions)
-        with suppress(Exception):
-            if unclaimed:
-                consumer.pause(partitions)  # unclaimed: not this member's to handle
-            else:  # librdkafka keeps a partition paused across a rebalance (a fenced one)
-                consumer.resume(partitions)
-
-    def on_revoke(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
-        """Send the advised offsets of the partitions; their claims are let go."""
-        # nothing is in flight: a batch is committed or rolled back before the next poll
-        keys = [(tp.topic, tp.partition) for tp in partitions]
-        self._held.flush_advice(consumer, keys)
-        self._held.released(keys)
-
-    def on_lost(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
-        """The claims are let go; nothing is committed to Kafka for them."""
-        keys = [(tp.topic, tp.partition) for tp in partitions]
-        self._held.released(keys, lost=True)
 
     def _retrying(self, call: Callable[[Session], Any]) -> Any:
         return self._db.retrying(call, self._closed)

@@ -123,7 +123,8 @@ def test_sigterm_handler_is_installed_only_during_the_run_and_restored() -> None
         with Consumer(_profile(), ["t"]) as c:
             real_poll = c._loop.poll
 
-            def spy(client: Any, limit: int, timeout_s: float) -> list[Any]:  # observe from inside the loop
+            # observe from inside the loop
+            def spy(client: Any, limit: int, timeout_s: float) -> list[Any]:
                 during.append(signal.getsignal(signal.SIGTERM))
                 os.kill(os.getpid(), signal.SIGTERM)  # the consumer's handler stops the run
                 return real_poll(client, limit, timeout_s)
