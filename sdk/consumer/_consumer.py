@@ -11,7 +11,7 @@ from sdk._deprecation import renamed
 from sdk.consumer._commits import OffsetKeeper
 from sdk.consumer._failure import FailurePath
 from sdk.consumer._handling import RecordHandling
-from sdk.consumer._loop import ConsumeLoop
+from sdk.consumer._loop import ConsumeLoop, GroupSource
 from sdk.consumer._records import (
     BatchRecordHandler,
     ConsumerRecord,
@@ -122,18 +122,19 @@ class Consumer:
         self._offsets = OffsetKeeper(profile.guarantee, self.stats)
         self._failure.telemetry = tel
         self._offsets.telemetry = tel
+        self._group = GroupSource(
+            profile, names, self.stats, self._offsets, client_factory=client_factory, telemetry=tel
+        )
         self._loop = ConsumeLoop(
-            profile,
-            names,
-            self.stats,
+            self._group,
             self._offsets,
             name="Consumer",
+            batch_size=profile.batch_size,
             poll_timeout_s=poll_timeout_s,
-            client_factory=client_factory,
             telemetry=tel,
-            verify_cluster=verify_cluster,
+            verify=(profile, names) if verify_cluster else None,
         )
-        self._handling = RecordHandling(self._loop, self._failure, self._offsets)
+        self._handling = RecordHandling(self._loop, self._failure, self._offsets, profile.group_id)
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -144,7 +145,7 @@ class Consumer:
     @property
     def assignment(self) -> list[tuple[str, int]]:
         """The ``(topic, partition)`` pairs this member owns now, sorted (thread-safe read)."""
-        return self._loop.assignment
+        return self._group.assignment
 
     @property
     def config(self) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from sdk._client import KafkaMessage
+from sdk._client import ConsumerClient, KafkaMessage
 from sdk.consumer._commits import OffsetKeeper
 from sdk.consumer._failure import FailurePath
 from sdk.consumer._loop import ConsumeLoop
@@ -35,12 +35,18 @@ class RecordHandling:
         offsets: Where handled records' offsets go.
     """
 
-    def __init__(self, loop: ConsumeLoop, failure: FailurePath, offsets: OffsetKeeper) -> None:
+    def __init__(
+        self,
+        loop: ConsumeLoop[ConsumerClient],
+        failure: FailurePath,
+        offsets: OffsetKeeper,
+        group_id: str,
+    ) -> None:
         self._loop = loop
         self._failure = failure
         self._offsets = offsets
         self.guarantee = offsets.guarantee
-        self._group = loop.profile.group_id
+        self._group = group_id
 
     def each(
         self,

@@ -28,4 +28,7 @@ from sdk.consumer._health import poll_records as poll_records
 from sdk.consumer._health import subscribed_client as subscribed_client
 from sdk.consumer._loop import Commits as Commits
 from sdk.consumer._loop import ConsumeLoop as ConsumeLoop
+from sdk.consumer._loop import GroupCommits as GroupCommits
+from sdk.consumer._loop import GroupSource as GroupSource
 from sdk.consumer._loop import LoopCounts as LoopCounts
+from sdk.consumer._loop import Source as Source

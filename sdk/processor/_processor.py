@@ -11,7 +11,7 @@ from confluent_kafka import Consumer as _ConsumerClient
 
 from sdk._client import ConsumerClient, KafkaMessage, ProducerClient
 from sdk._deprecation import moved, renamed
-from sdk.consumer.engine import ConsumeLoop
+from sdk.consumer.engine import ConsumeLoop, GroupSource
 from sdk.core.session import TransactionSession, transactional_id_for
 from sdk.errors import (
     ClosedError,
@@ -151,22 +151,27 @@ class Processor:
         self._handling = TransactionHandling(
             profile, self.stats, tel, self._txn, self._runner, self._commits, handler, batch_handler
         )
-        self._engine = ConsumeLoop(
+        source = GroupSource(
             profile.consumer,
             self.topics,
             self.stats,
             self._commits,
-            name="Processor",
-            poll_timeout_s=poll_timeout_s,
             client_factory=consumer_factory,
             telemetry=tel,
-            verify_cluster=verify_cluster,
-            verify_profile=profile,
             configure=self._configure,
             # exactly_once: init_transactions fences older epochs first; before it (every
             # guarantee) a broker must answer: BrokerUnreachableError names the address if
             # none does, and a stop request (Ctrl-C) ends the wait
             ready=lambda _: self._txn.start(stopped=self._engine.stopped),
+        )
+        self._engine = ConsumeLoop(
+            source,
+            self._commits,
+            name="Processor",
+            batch_size=profile.consumer.batch_size,
+            poll_timeout_s=poll_timeout_s,
+            telemetry=tel,
+            verify=(profile, self.topics) if verify_cluster else None,
         )
 
     @property
@@ -338,9 +343,8 @@ class Processor:
         assert client is not None  # the run's client
         commits = self._commits
         wait_s = commits.wait_s(self._poll_timeout)
-        records = self._engine.poll(client, self.profile.consumer.batch_size, wait_s)
+        records = self._engine.source.poll(client, self.profile.consumer.batch_size, wait_s)
         if records:
-            self.stats.polled += len(records)
             records = commits.admit(client, records)
             if not records:
                 return  # not handled: another member may own these partitions now

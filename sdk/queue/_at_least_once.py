@@ -11,7 +11,6 @@ never rejected unless its dead-letter copy is acknowledged.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -26,6 +25,7 @@ from sdk.observability import Telemetry
 from sdk.profiles import QueueProfile
 from sdk.queue._client_api import AcknowledgeType
 from sdk.queue._records import Outstanding, QueueStats
+from sdk.queue._source import ShareSource
 from sdk.records import ConsumerRecord, handle_run, view
 
 __all__ = ["LOCK_BUDGET", "STOP_EVERY_S", "AtLeastOnceHandling"]
@@ -61,8 +61,8 @@ class AtLeastOnceHandling:
     _decoder: RecordDecoder
     _dlq: DeadLetterSink | None
     _tel: Telemetry | None
-    _stop: threading.Event
-    _polled_at: float
+    _stopped: Callable[[], bool]
+    _source: ShareSource
     _lock_ms: int
     _spare: int
     _decode: Callable[[KafkaMessage], ConsumerRecord | SerializationError]
@@ -92,10 +92,10 @@ class AtLeastOnceHandling:
         accepted right after its handler, and the Python loop per record stays short.
         """
         tel = self._tel if self._tel is not None and self._tel.tracing_enabled() else None
-        raw, stopped, monotonic = self._decoder.raw, self._stop.is_set, time.monotonic
+        raw, stopped, monotonic = self._decoder.raw, self._stopped, time.monotonic
         fast = raw and tel is None
-        lock_end = self._polled_at + self._lock_ms / 1000.0
-        budget = self._polled_at + self._lock_ms * LOCK_BUDGET / 1000.0
+        lock_end = self._source.polled_at + self._lock_ms / 1000.0
+        budget = self._source.polled_at + self._lock_ms * LOCK_BUDGET / 1000.0
         acknowledge, accepted, over, now = client.acknowledge, 0, 0, monotonic()
         check_stop = now  # stop() is seen within STOP_EVERY_S of handler time
         finished = 0  # records before this index are acknowledged (here or through ack)

@@ -9,7 +9,6 @@ and not yet handled (at most one poll, ``batch_size`` records).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -37,7 +36,7 @@ class AtMostOnceHandling:
     _runner: HandlerRunner
     _dlq: DeadLetterSink | None
     _tel: Telemetry | None
-    _stop: threading.Event
+    _stopped: Callable[[], bool]
     _commit: Callable[[ShareConsumerClient, str], set[tuple[str, int]]]
     _decode: Callable[[KafkaMessage], ConsumerRecord | SerializationError]
 
@@ -62,7 +61,7 @@ class AtMostOnceHandling:
                 done = len(keep)
                 return
             for msg in keep:
-                if self._stop.is_set():
+                if self._stopped():
                     break
                 record = self._decode_or_dead_letter(msg)
                 if record is not None:

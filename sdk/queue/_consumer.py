@@ -15,59 +15,41 @@ decides when the SDK acknowledges it (the state machine is drawn in docs/queues.
   record to its lock's expiry: delivered again, never lost.
 
 Acknowledgements are sent with the next poll (and committed synchronously when a run ends).
+The queue runs on the SDK's one consume engine (:class:`~sdk.consumer.engine.ConsumeLoop`),
+with a share group as its source (:mod:`sdk.queue._source`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from operator import countOf
-from typing import Any, Literal, TypeVar, cast
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
 
-from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 
-from sdk._client import KafkaMessage, ShareConsumerClient, share_consumer, translating
-from sdk._connection import BrokerContact
+from sdk._client import KafkaMessage, ShareConsumerClient, share_consumer
 from sdk._deprecation import renamed
-from sdk._signals import sigterm_stops
-from sdk.consumer.engine import RecordDecoder, dead_letter_sink
-from sdk.doctor import SHARE_GROUPS, require_broker
-from sdk.errors import (
-    ClosedError,
-    ConfigurationError,
-    KafkaClientError,
-    SdkError,
-    SerializationError,
-    from_kafka_error,
-)
+from sdk.consumer.engine import ConsumeLoop, RecordDecoder, dead_letter_sink
+from sdk.errors import ConfigurationError, SerializationError
 from sdk.failure import HandlerRunner
 from sdk.observability import Telemetry
 from sdk.profiles import Guarantee, QueueProfile
 from sdk.queue._at_least_once import LOCK_BUDGET, AtLeastOnceHandling
 from sdk.queue._at_most_once import AtMostOnceHandling
-from sdk.queue._client_api import AcknowledgeType, delivery_count
-from sdk.queue._group import NO_SUPPORT_CODES, apply_group_config, with_hint
+from sdk.queue._client_api import AcknowledgeType
 from sdk.queue._manual import ManualAcknowledgement
 from sdk.queue._records import Outstanding, QueueStats
+from sdk.queue._source import COMMIT_TIMEOUT_S, ShareCommits, ShareSource
 from sdk.records import ConsumerRecord
 from sdk.serialization import Deserializer
 
 __all__ = ["QueueConsumer"]
 
-T = TypeVar("T")
-
 _AMO = Guarantee.AT_MOST_ONCE
-# confluent-kafka's C methods, mapped over a poll with no Python frame per record; the messages
-# are confluent_kafka.Message, typed by what the SDK reads of them (delivery_count: a stand-in
-# on a client older than the queue's floor, which cannot run a queue anyway)
-_delivery_count = cast("Callable[[KafkaMessage], int | None]", delivery_count)
-_error = cast("Callable[[KafkaMessage], KafkaError | None]", Message.error)
+_NO_LIMIT = 2**31 - 1
 _ACCEPT, _RELEASE, _REJECT = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT
-_COMMIT_TIMEOUT_S = 30.0
 
 
 class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgement):
@@ -117,14 +99,22 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         self._tel: Telemetry | None = (
             None if telemetry is False else (telemetry or Telemetry.default())
         )
-        self._factory = consumer_factory
-        self._verify_cluster = verify_cluster
         self._lock_ms = profile.record_lock_duration_ms or 30_000
-        self._client: ShareConsumerClient | None = None
-        self._contact: BrokerContact | None = None
-        self._closed = False
-        self._stop = threading.Event()
-        self._polled_at = 0.0
+        self._source = ShareSource(
+            profile, self.topics, self.stats, consumer_factory, self._on_ack_commit
+        )
+        self._commits = ShareCommits(self.stats)
+        self._commit = self._commits.commit
+        self._loop = ConsumeLoop(
+            self._source,
+            self._commits,
+            name="QueueConsumer",
+            batch_size=_NO_LIMIT,  # the broker decides how many records a poll acquires
+            poll_timeout_s=profile.poll_timeout_ms / 1000.0,
+            telemetry=self._tel,
+            verify=(profile, self.topics) if verify_cluster else None,
+        )
+        self._stopped = self._loop.stopped
         # the lock budget never releases a record on its broker's last delivery but one: the
         # broker archives a record at the delivery count limit, and a loss is worse than a
         # duplicate at_least_once
@@ -139,60 +129,15 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
 
     def stop(self) -> None:
         """Ask a running :meth:`run` to return after the record in hand (thread/signal-safe)."""
-        self._stop.set()
+        self._loop.stop()
 
     def close(self) -> None:
         """Commit pending acknowledgements, leave the group and release the consumer."""
-        if self._closed:
-            return
-        self._closed = True
-        client, self._client = self._client, None
         try:
-            if client is not None:
-                with contextlib.suppress(Exception):
-                    client.commit_sync(_COMMIT_TIMEOUT_S)
-                client.close()
+            self._loop.close(_commit_quietly)
         finally:
             if self._dlq is not None:
                 self._dlq.close()
-
-    def _open(self) -> ShareConsumerClient | None:
-        if self._closed:
-            raise ClosedError("QueueConsumer used after close()")
-        if self._client is None:
-            if self._verify_cluster:
-                from sdk.doctor import verify  # lazy: the admin client only when asked for
-
-                verify(self.profile, self.topics)
-                self._verify_cluster = False  # once per consumer, not at every run
-            if self._factory is share_consumer:  # a broker without share groups: say so now
-                require_broker(
-                    SHARE_GROUPS,
-                    self.profile.bootstrap_servers,
-                    self.profile.security,
-                    self.profile.extras,
-                )
-            if self.profile.apply_group_config:
-                applied = apply_group_config(self.profile, stopped=self._stop.is_set)
-                if applied is None:
-                    return None  # stopped (Ctrl-C) before a broker answered
-                self.stats.note(f"group {self.profile.group_id!r} configs set: {applied}")
-            config: dict[str, Any] = dict(self.profile.render())
-            self._contact = BrokerContact(config)
-            config["logger"] = self._contact  # librdkafka's log, repeats collapsed
-            config["error_cb"] = self._contact.on_error
-            if self.profile.apply_group_config:
-                self._contact.note_reached()  # the admin client reached the cluster
-            try:
-                client = self._factory(config)
-            except Exception as exc:  # KafkaException for a bad librdkafka key/value
-                raise ConfigurationError(
-                    f"librdkafka refused the share consumer configuration: {exc}"
-                ) from exc
-            client.set_acknowledgement_commit_callback(self._on_ack_commit)
-            client.subscribe(self.topics)
-            self._client = client
-        return self._client
 
     # ------------------------------------------------------------------ running
     def run(
@@ -272,17 +217,10 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         idle_s: float | None,
         handle_sigterm: bool | None,
     ) -> QueueStats:
-        with sigterm_stops(self.stop, handle_sigterm), self._running() as client:
-            taken, last = 0, time.monotonic()
-            while client is not None and not self._stop.is_set():
-                if max_records is not None and taken >= max_records:
-                    break
-                if idle_s is not None and time.monotonic() - last >= idle_s:
-                    break
-                messages = self._poll(client)
-                if not messages:
-                    continue
-                taken, last = taken + len(messages), time.monotonic()
+        loop = self._loop
+        with loop.running(handle_sigterm) as client:
+            for messages in loop.batches(max_records, idle_s):
+                assert client is not None  # batches come from a subscribed client only
                 self._handle(client, handler, messages, batch)
                 # let go of this poll's records before the next poll allocates thousands more:
                 # kept alive through it, they were promoted to the old generations by the
@@ -290,65 +228,6 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
                 # them again and again
                 del messages
         return self.stats
-
-    @contextmanager
-    def _running(self) -> Iterator[ShareConsumerClient | None]:
-        """The open client (None: stopped before a broker answered; the run returns)."""
-        client = self._open()
-        if client is None:
-            self._stop.clear()
-            yield None
-            return
-        self._stop.clear()
-        try:
-            yield client
-        finally:
-            self._stop.clear()
-            try:  # the last poll's acknowledgements, confirmed before run() returns
-                self._commit(client, "commit of the acknowledgements at the end of the run")
-            except SdkError as exc:
-                self.stats.note(f"{exc}", logging.WARNING)
-
-    def _poll(self, client: ShareConsumerClient) -> list[KafkaMessage]:
-        polled = _seam(lambda: client.poll(self.profile.poll_timeout_ms / 1000.0), "poll")
-        contact = self._contact
-        if contact is not None and not contact.reached:  # until the first contact
-            if polled:
-                contact.note_reached()
-            else:  # no metadata call on a share consumer: its connection errors decide
-                contact.check(None, f"share-group poll of {', '.join(self.topics)}")
-        # confluent-kafka 2.16 returns Messages, a read-only sequence over a list, whose
-        # records() copies that list. What follows wants a list (handle_run indexes it)
-        messages = polled if type(polled) is list else _as_list(polled)
-        # each message's error from C (map, no list): a poll without errors is kept as it is,
-        # with no Python bytecode per record (a list comprehension would run some per record);
-        # any(), not a count of None: KafkaError's == raises when compared with None
-        if not any(map(_error, messages)):
-            out: list[KafkaMessage] = messages
-        else:
-            out = []
-            for m in messages:
-                err = m.error()
-                if err is None:
-                    out.append(m)
-                    continue
-                if err.code() == KafkaError._PARTITION_EOF:
-                    continue
-                error = from_kafka_error(err, context=f"share-group poll of {m.topic()}")
-                if err.code() in NO_SUPPORT_CODES:
-                    raise with_hint(error)
-                if err.fatal():
-                    raise error
-                self.stats.note(str(error), logging.WARNING)
-        self._polled_at = time.monotonic()  # the poll's records were acquired about now
-        self.stats.polled += len(out)
-        # C-level, no list: no Python frame per record
-        redelivered = len(out) - countOf(map(_delivery_count, out), 1)
-        if redelivered:  # a first delivery may also read None or 0 (no count known)
-            counts = list(map(_delivery_count, out))
-            redelivered -= counts.count(None) + counts.count(0)
-        self.stats.redelivered += redelivered
-        return out
 
     def _handle(
         self,
@@ -419,7 +298,7 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         The records of one poll are acquired together, so the time counts from the poll: a
         slow handler late in a large poll overruns the lock as surely as one slow call.
         """
-        held_ms = (time.monotonic() - self._polled_at) * 1000.0
+        held_ms = (time.monotonic() - self._source.polled_at) * 1000.0
         if held_ms <= self._lock_ms:
             return
         self.stats.slow_handlers += 1
@@ -447,16 +326,6 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         if self._tel is not None:
             self._tel.retry("handler")
 
-    def _commit(self, client: ShareConsumerClient, context: str) -> set[tuple[str, int]]:
-        """Commit the acknowledgements; return the partitions whose commit was refused."""
-        result = _seam(lambda: client.commit_sync(_COMMIT_TIMEOUT_S), context)
-        refused = {(tp.topic, tp.partition) for tp, err in (result or {}).items() if err}
-        for (topic, partition), err in (
-            ((tp.topic, tp.partition), e) for tp, e in (result or {}).items() if e
-        ):
-            self.stats.note(f"{context}: {topic}[{partition}] refused: {err}", logging.WARNING)
-        return refused
-
     def _on_ack_commit(
         self, offsets: Mapping[TopicPartition, set[int]], exc: KafkaException | None
     ) -> None:
@@ -473,19 +342,7 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
             self._tel.safeguard("ack_failed", detail)
 
 
-def _as_list(polled: Iterable[KafkaMessage]) -> list[KafkaMessage]:
-    """A poll's messages as a list: ``Messages.records()`` (a copy of its list), else ``list()``."""
-    records = getattr(polled, "records", None)
-    out = records() if callable(records) else None
-    return out if type(out) is list else list(polled)
-
-
-def _seam(call: Callable[[], T], context: str) -> T:
-    """One share-consumer call through the error seam (a broker without share groups named)."""
-    try:
-        with translating(context):
-            return call()
-    except KafkaClientError as exc:
-        if exc.code in NO_SUPPORT_CODES:
-            raise with_hint(exc) from exc
-        raise
+def _commit_quietly(client: ShareConsumerClient) -> None:
+    """On close: the acknowledgements left, committed if the broker takes them."""
+    with contextlib.suppress(Exception):
+        client.commit_sync(COMMIT_TIMEOUT_S)

@@ -20,15 +20,12 @@ A second acknowledgement of the same delivery, or one for a record of an earlier
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
 from typing import Literal
 
 from sdk._client import KafkaMessage, ShareConsumerClient
 from sdk._deprecation import renamed
-from sdk._signals import sigterm_stops
+from sdk.consumer.engine import ConsumeLoop
 from sdk.errors import AcknowledgementError, ConfigurationError, SerializationError
 from sdk.profiles import Guarantee, QueueProfile
 from sdk.queue._client_api import AcknowledgeType
@@ -64,10 +61,8 @@ class ManualAcknowledgement:
     profile: QueueProfile
     guarantee: Guarantee
     stats: QueueStats
-    _stop: threading.Event
-    stop: Callable[[], None]
-    _running: Callable[[], AbstractContextManager[ShareConsumerClient | None]]
-    _poll: Callable[[ShareConsumerClient], list[KafkaMessage]]
+    _stopped: Callable[[], bool]
+    _loop: ConsumeLoop[ShareConsumerClient]
     _decode: Callable[[KafkaMessage], ConsumerRecord | SerializationError]
     _check_slow: Callable[[KafkaMessage], None]
     _accept_first: Callable[[ShareConsumerClient, list[KafkaMessage]], list[KafkaMessage]]
@@ -112,26 +107,23 @@ class ManualAcknowledgement:
             "QueueConsumer.records", "idle_timeout", idle_timeout, "idle_timeout_s", idle_timeout_s
         )
         self._in_flight, self._settled = {}, {}
-        with sigterm_stops(self.stop, handle_sigterm), self._running() as client:
+        loop = self._loop
+        with loop.running(handle_sigterm) as client:
             self._ack_client = client
-            taken, last = 0, time.monotonic()
             try:
-                while client is not None and not self._stop.is_set():
-                    if max_records is not None and taken >= max_records:
-                        break
-                    if idle_s is not None and time.monotonic() - last >= idle_s:
-                        break
-                    self._release_unacknowledged()
-                    msgs = self._poll(client)
-                    if not msgs:
-                        continue
-                    taken, last = taken + len(msgs), time.monotonic()
+                before = self._before_poll
+                for msgs in loop.batches(max_records, idle_s, before_poll=before):
+                    assert client is not None  # batches come from a subscribed client only
                     self._settled = {}
                     yield from self._hand_out(client, msgs)
                     del msgs  # not kept alive through the next poll (see QueueConsumer._run)
             finally:
                 self._release_unacknowledged()
                 self._ack_client = None
+
+    def _before_poll(self, client: ShareConsumerClient) -> None:
+        # librdkafka refuses a poll while a record of the previous one is unacknowledged
+        self._release_unacknowledged()
 
     def _hand_out(
         self, client: ShareConsumerClient, msgs: list[KafkaMessage]
@@ -152,7 +144,7 @@ class ManualAcknowledgement:
             return
         self._in_flight = {_key(m): m for m in msgs}
         for msg in msgs:
-            if self._stop.is_set():
+            if self._stopped():
                 return  # the rest is released before the next poll or on the way out
             decoded = self._decode(msg)
             if isinstance(decoded, SerializationError):

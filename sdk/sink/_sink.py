@@ -9,7 +9,7 @@ from typing import Any, Literal
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID
 
 from sdk._client import ConsumerClient
-from sdk.consumer.engine import ConsumeLoop, FailurePath
+from sdk.consumer.engine import ConsumeLoop, FailurePath, GroupSource
 from sdk.errors import (
     ConfigurationError,
     DatabaseUnavailableError,
@@ -185,18 +185,23 @@ class DatabaseSink:
             claim=lambda keys: self._retrying(lambda session: session.claim(self._group, keys)),
             stats=self.stats,
         )
-        self._loop = ConsumeLoop(
+        source = GroupSource(
             profile,
             names,
             self.stats,
             commits,
-            name="DatabaseSink",
-            poll_timeout_s=poll_timeout_s,
             client_factory=client_factory,
             telemetry=self._telemetry,
-            verify_cluster=verify_cluster,
-            # creates or checks the positions table before joining
-            configure=self._prepare,
+            configure=self._prepare,  # creates or checks the positions table before joining
+        )
+        self._loop = ConsumeLoop(
+            source,
+            commits,
+            name="DatabaseSink",
+            batch_size=profile.batch_size,
+            poll_timeout_s=poll_timeout_s,
+            telemetry=self._telemetry,
+            verify=(profile, names) if verify_cluster else None,
         )
 
     # ------------------------------------------------------------------ lifecycle
