@@ -22,24 +22,20 @@ with a share group as its source (:mod:`sdk.queue._source`).
 from __future__ import annotations
 
 import contextlib
-import logging
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
-
-from confluent_kafka import KafkaException, TopicPartition
 
 from sdk._client import KafkaMessage, ShareConsumerClient, share_consumer
 from sdk._deprecation import renamed
 from sdk.consumer.engine import ConsumeLoop, RecordDecoder, dead_letter_sink
-from sdk.errors import ConfigurationError, SerializationError
-from sdk.failure import HandlerRunner
+from sdk.errors import ConfigurationError
 from sdk.observability import Telemetry
 from sdk.profiles import Guarantee, QueueProfile
-from sdk.queue._at_least_once import LOCK_BUDGET, AtLeastOnceHandling
-from sdk.queue._at_most_once import AtMostOnceHandling
+from sdk.queue._at_least_once import AtLeastOnce
+from sdk.queue._at_most_once import AtMostOnce
 from sdk.queue._client_api import AcknowledgeType
-from sdk.queue._manual import ManualAcknowledgement
+from sdk.queue._manual import ManualAcknowledgement, Outcome
+from sdk.queue._parts import QueueParts
 from sdk.queue._records import Outstanding, QueueStats
 from sdk.queue._source import COMMIT_TIMEOUT_S, ShareCommits, ShareSource
 from sdk.records import ConsumerRecord
@@ -52,7 +48,7 @@ _NO_LIMIT = 2**31 - 1
 _ACCEPT, _RELEASE, _REJECT = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT
 
 
-class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgement):
+class QueueConsumer:
     """Consume a queue (share group) with a handler per record or per poll.
 
     Several processes (or threads, one consumer each) with the same ``group_id`` share the
@@ -93,32 +89,36 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         self.topics = list(topics)
         self.guarantee = profile.guarantee
         self.stats = QueueStats()
-        self._decoder = RecordDecoder(key_deserializer, value_deserializer)
-        self._runner = HandlerRunner(profile.failure, on_retry=self._count_retry)
+        tel: Telemetry | None = None if telemetry is False else (telemetry or Telemetry.default())
         self._dlq = dead_letter_sink(profile, dead_letter_producer_config)
-        self._tel: Telemetry | None = (
-            None if telemetry is False else (telemetry or Telemetry.default())
+        parts = QueueParts(
+            profile,
+            self.stats,
+            RecordDecoder(key_deserializer, value_deserializer),
+            self._dlq,
+            tel,
         )
-        self._lock_ms = profile.record_lock_duration_ms or 30_000
-        self._source = ShareSource(
-            profile, self.topics, self.stats, consumer_factory, self._on_ack_commit
+        source = ShareSource(
+            profile, self.topics, self.stats, consumer_factory, parts.on_ack_commit
         )
-        self._commits = ShareCommits(self.stats)
-        self._commit = self._commits.commit
+        commits = ShareCommits(self.stats)
         self._loop = ConsumeLoop(
-            self._source,
-            self._commits,
+            source,
+            commits,
             name="QueueConsumer",
             batch_size=_NO_LIMIT,  # the broker decides how many records a poll acquires
             poll_timeout_s=profile.poll_timeout_ms / 1000.0,
-            telemetry=self._tel,
+            telemetry=tel,
             verify=(profile, self.topics) if verify_cluster else None,
         )
-        self._stopped = self._loop.stopped
-        # the lock budget never releases a record on its broker's last delivery but one: the
-        # broker archives a record at the delivery count limit, and a loss is worse than a
-        # duplicate at_least_once
-        self._spare = (profile.delivery_count_limit or 5) - 1
+        parts.attach(source, commits.commit, self._loop.stopped)
+        self._source = source
+        self._parts = parts
+        self._at_most_once = AtMostOnce(parts)
+        self._at_least_once = AtLeastOnce(parts)
+        self._manual = ManualAcknowledgement(
+            parts, self._loop, self._at_most_once, self._at_least_once
+        )
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> QueueConsumer:
@@ -209,6 +209,56 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
         )
         return self._run(handler, True, max_records, idle_s, handle_sigterm)
 
+    def records(
+        self,
+        *,
+        max_records: int | None = None,
+        idle_timeout_s: float | None = None,
+        handle_sigterm: bool = False,
+        idle_timeout: float | None = None,
+    ) -> Iterator[ConsumerRecord]:
+        """Yield the queue's records; settle each with :meth:`ack` (see the module docstring).
+
+        Call :meth:`ack` from the thread that iterates (a share consumer is not thread-safe).
+
+        Args:
+            max_records: Return after taking this many records from the queue.
+            idle_timeout_s: Return after this many seconds without a record.
+            handle_sigterm: Turn SIGTERM into :meth:`stop` (main thread only). Off by
+                default here, unlike ``run()``: a loop that leaves the iteration early would
+                keep SIGTERM turned into :meth:`stop` until the iterator is closed.
+            idle_timeout: Deprecated name of ``idle_timeout_s``.
+
+        Yields:
+            Each record (deserialized); a poison pill is not yielded: the failure policy
+            dead-letters and rejects it (or raises, releasing it).
+
+        Raises:
+            ClosedError: The consumer is closed.
+            SerializationError: A poison pill with ``on_failure="stop"``.
+            KafkaClientError: A poll, acknowledgement commit or dead-letter write failed.
+        """
+        idle_s = renamed(
+            "QueueConsumer.records", "idle_timeout", idle_timeout, "idle_timeout_s", idle_timeout_s
+        )
+        return self._manual.records(max_records, idle_s, handle_sigterm)
+
+    def ack(self, record: ConsumerRecord, outcome: Outcome = "accept") -> None:
+        """Settle one record of :meth:`records`: accept, release (redeliver) or reject it.
+
+        Args:
+            record: A record the iterator yielded, from its latest poll.
+            outcome: ``"accept"`` (done), ``"release"`` (delivered again, its delivery count
+                one higher) or ``"reject"`` (never delivered again).
+
+        Raises:
+            ConfigurationError: ``outcome`` is not one of the three.
+            AcknowledgementError: The record was acknowledged already, is from an earlier
+                poll (released when the next one began), or, at_most_once, a release or
+                reject of a record accepted before it was handed out.
+        """
+        self._manual.ack(record, outcome)
+
     def _run(
         self,
         handler: Callable[[Any], object],
@@ -238,108 +288,17 @@ class QueueConsumer(AtLeastOnceHandling, AtMostOnceHandling, ManualAcknowledgeme
     ) -> None:
         """Handle one poll's records; every one of them leaves acknowledged, even on error."""
         pending = Outstanding(len(msgs))  # not yet acknowledged, by index
-        ack = self._acker(client, msgs, pending)
+        ack = self._parts.acker(client, msgs, pending)
         try:
             if self.guarantee is _AMO:
-                self._handle_at_most_once(client, handler, msgs, pending, batch)
+                self._at_most_once.handle(client, handler, msgs, pending, batch)
             elif batch:
-                self._batch_at_least_once(handler, msgs, ack)
+                self._at_least_once.batch(handler, msgs, ack)
             else:
-                self._each_at_least_once(client, handler, msgs, pending, ack)
+                self._at_least_once.each(client, handler, msgs, pending, ack)
         finally:
             for i in pending.rest():  # stopped or raised mid-poll: give the rest back
                 ack(i, _RELEASE)
-
-    def _acker(
-        self, client: ShareConsumerClient, msgs: list[KafkaMessage], pending: Outstanding
-    ) -> Callable[[int, AcknowledgeType], None]:
-        def ack(i: int, kind: AcknowledgeType) -> None:
-            if not pending.take(i):
-                return  # already acknowledged: the broker takes one acknowledgement
-            client.acknowledge(msgs[i], kind)
-            if kind is _ACCEPT:
-                self.stats.accepted += 1
-            elif kind is _RELEASE:
-                self.stats.released += 1
-            else:
-                self.stats.rejected += 1
-
-        return ack
-
-    # ------------------------------------------------------------------ helpers
-    def _decode(self, msg: KafkaMessage) -> ConsumerRecord | SerializationError:
-        """The record, or the error of a record that cannot be deserialized (counted)."""
-        try:
-            return self._decoder.decode(msg)
-        except SerializationError as exc:
-            self.stats.deserialization_failures += 1
-            return exc
-
-    def _call(
-        self, handler: Callable[[Any], object], record: ConsumerRecord, msg: KafkaMessage
-    ) -> None:
-        tel = self._tel
-        if tel is None or not tel.tracing_enabled():
-            handler(record)
-            return
-        with tel.process_span(
-            msg.topic(),
-            msg.partition(),
-            msg.offset(),
-            msg.key(),
-            self.profile.group_id,
-            msg.headers(),
-        ):
-            handler(record)
-
-    def _check_slow(self, msg: KafkaMessage) -> None:
-        """Warn when a record is acknowledged after its lock may have expired.
-
-        The records of one poll are acquired together, so the time counts from the poll: a
-        slow handler late in a large poll overruns the lock as surely as one slow call.
-        """
-        held_ms = (time.monotonic() - self._source.polled_at) * 1000.0
-        if held_ms <= self._lock_ms:
-            return
-        self.stats.slow_handlers += 1
-        detail = (
-            f"{msg.topic()}[{msg.partition()}]@{msg.offset()} was handled {held_ms:,.0f} ms "
-            f"after its poll, longer than the record lock ({self._lock_ms:,} ms): the broker may "
-            "have delivered it to another member meanwhile; raise record_lock_duration_ms or "
-            "lower batch_size"
-        )
-        self.stats.note(detail, logging.WARNING)
-        if self._tel is not None:
-            self._tel.safeguard("slow_handler", detail)
-
-    def _over_budget(self, left: int) -> None:
-        """Count and say that ``left`` records of a poll were released for the lock budget."""
-        self.stats.lock_budget_releases += left
-        self.stats.note(
-            f"{left} record(s) of a poll released unhandled: "
-            f"{LOCK_BUDGET:.0%} of the record lock ({self._lock_ms:,} ms) had passed since the "
-            "poll; raise record_lock_duration_ms if this repeats"
-        )
-
-    def _count_retry(self) -> None:
-        self.stats.retries += 1
-        if self._tel is not None:
-            self._tel.retry("handler")
-
-    def _on_ack_commit(
-        self, offsets: Mapping[TopicPartition, set[int]], exc: KafkaException | None
-    ) -> None:
-        if exc is None:
-            return
-        n = sum(len(v) for v in offsets.values())
-        self.stats.ack_failures += n
-        detail = (
-            f"the broker refused {n} acknowledgement(s): {exc} (a lock expired, or the record "
-            "went to another member): those records are delivered again"
-        )
-        self.stats.note(detail, logging.WARNING)
-        if self._tel is not None:
-            self._tel.safeguard("ack_failed", detail)
 
 
 def _commit_quietly(client: ShareConsumerClient) -> None:
