@@ -14,8 +14,9 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, TypeVar
 
 from sdk._client import KafkaMessage
+from sdk.consumer.engine import RecordDecoder
 from sdk.core.session import TransactionSession
-from sdk.errors import HandlerError, KafkaClientError
+from sdk.errors import HandlerError, KafkaClientError, SerializationError
 from sdk.failure import HandlerRunner, dead_letter
 from sdk.observability import Telemetry
 from sdk.processor._commits import TransactionCommits
@@ -50,6 +51,8 @@ class TransactionHandling:
         txn: The session the outputs go through.
         runner: The failure policy's retries.
         commits: The pending work (positions, count) and the commit points.
+        decoder: The key and value deserializers; None: the handler gets bytes (the hot
+            path).
         handler: The handler the (deprecated) constructor got, if any.
         batch_handler: Same, for a batch handler.
     """
@@ -62,6 +65,7 @@ class TransactionHandling:
         txn: TransactionSession,
         runner: HandlerRunner,
         commits: TransactionCommits,
+        decoder: RecordDecoder | None = None,
         handler: Handler | None = None,
         batch_handler: BatchHandler | None = None,
     ) -> None:
@@ -72,6 +76,7 @@ class TransactionHandling:
         self._txn = txn
         self._runner = runner
         self._commits = commits
+        self._decoder = decoder
         self._group = profile.consumer.group_id
         self._handler = handler
         self._batch_handler = batch_handler
@@ -88,7 +93,9 @@ class TransactionHandling:
 
     def handle(self, records: list[KafkaMessage]) -> None:
         """Handle an admitted batch: outputs queued, positions marked, commits when due."""
-        if self._batch_handler is not None:
+        if self._decoder is not None:
+            self._handle_decoded(records, self._decoder)
+        elif self._batch_handler is not None:
             batch = [view(ConsumerRecord, m) for m in records]
             self._handle_unit(batch, self._batch_handler, records)
         elif self._tel.tracing_enabled():
@@ -101,6 +108,63 @@ class TransactionHandling:
             if self.guarantee is not _EOS:
                 raise
             self._commits.recover(exc)
+
+    def _handle_decoded(self, records: list[KafkaMessage], decoder: RecordDecoder) -> None:
+        """Deserialized records: a poison pill goes through the failure policy in order.
+
+        Its dead-letter record is an output of the same transaction, so it is committed with
+        the offsets around it (or not at all); with ``on_failure="stop"`` the run stops as it
+        does for a handler that failed every attempt.
+        """
+        batch_handler, commits = self._batch_handler, self._commits
+        decoded: list[ConsumerRecord] = []
+        taken: list[KafkaMessage] = []
+        for i, msg in enumerate(records):
+            try:
+                record = decoder.decode(msg)
+            except SerializationError as exc:
+                # the records before it first: offsets stay in order
+                if decoded and batch_handler is not None:
+                    if not self._handle_unit(decoded, batch_handler, taken):
+                        return
+                    decoded, taken = [], []
+                if not self._poison(exc, msg):
+                    return
+            else:
+                if batch_handler is not None:
+                    decoded.append(record)
+                    taken.append(msg)
+                    continue
+                assert self._handler is not None
+                if not self._handle_unit(record, self._handler, [msg]):
+                    return  # rewound: the rest of the batch is re-read
+            more = i + 1 < len(records)
+            if batch_handler is None and more and commits.due() and not commits.commit_or_recover():
+                return
+        if decoded and batch_handler is not None:
+            self._handle_unit(decoded, batch_handler, taken)
+
+    def _poison(self, exc: SerializationError, msg: KafkaMessage) -> bool:
+        """A record that cannot be deserialized: dead-lettered in the transaction, or stop.
+
+        Raises:
+            SerializationError: ``on_failure="stop"`` or no dead-letter topic (after the
+                commit of what came before, or the abort, as for a failed handler).
+        """
+        self.stats.deserialization_failures += 1
+        failure = self.profile.consumer.failure
+        if failure.on_failure == "stop" or failure.dlq_topic is None:
+            self.stats.note(f"record cannot be deserialized, stopping: {exc}")
+            if self.guarantee is _EOS:
+                self._commits.abort_and_rewind(cause=exc)
+            else:
+                self._commits.commit_or_recover()
+            raise exc
+        topic = failure.dlq_topic
+        self.stats.dead_lettered += 1
+        self._tel.dead_lettered(msg.topic(), topic, error_type=type(exc.__cause__ or exc).__name__)
+        out = dead_letter(msg, topic, exc, attempts=0, stage="deserialize")
+        return self._handle_unit(msg, lambda _m: [out], [msg])
 
     def _handle_traced(self, records: list[KafkaMessage]) -> None:
         """Per-record handler with a ``process`` span per record."""

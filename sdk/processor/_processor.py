@@ -11,7 +11,7 @@ from confluent_kafka import Consumer as _ConsumerClient
 
 from sdk._client import ConsumerClient, KafkaMessage, ProducerClient
 from sdk._deprecation import moved, renamed
-from sdk.consumer.engine import ConsumeLoop, GroupSource
+from sdk.consumer.engine import ConsumeLoop, GroupSource, RecordDecoder
 from sdk.core.session import TransactionSession, transactional_id_for
 from sdk.errors import (
     ClosedError,
@@ -32,6 +32,7 @@ from sdk.processor._records import (
 )
 from sdk.producer import Producer
 from sdk.profiles import Guarantee, ProcessingProfile
+from sdk.serialization import Deserializer
 
 __all__ = ["Processor"]
 
@@ -66,6 +67,10 @@ class Processor:
             same id fences its predecessor (``init_transactions``) and aborts its open
             transaction; a fresh random id would leave that transaction open until it times out,
             blocking read_committed readers of the output partitions.
+        key_deserializer: Name (``bytes``, ``str``, ``json``) or callable, as the Consumer's:
+            the handler's ``record.key``. A record that cannot be deserialized goes through
+            ``failure`` (its dead-letter record is an output of the same transaction).
+        value_deserializer: Same, for ``record.value``.
         on_fenced: ``"raise"`` (default) closes the producer and raises ProducerFencedError;
             ``"recreate"`` makes a new producer (new epoch), rewinds and continues.
         poll_timeout_s: How long one consume() waits for records.
@@ -98,6 +103,8 @@ class Processor:
         batch_handler: BatchHandler | None = None,
         transactional_id: str | None = None,
         instance_id: str | None = None,
+        key_deserializer: str | Deserializer = "bytes",
+        value_deserializer: str | Deserializer = "bytes",
         on_fenced: Literal["raise", "recreate"] = "raise",
         poll_timeout_s: float = 0.1,
         partitioner: str | Partitioner | None = None,
@@ -148,8 +155,17 @@ class Processor:
         self._commits = TransactionCommits(
             profile, self.stats, self._txn, tel, self._progress, on_fenced, lambda: self._consumer
         )
+        decoder = RecordDecoder(key_deserializer, value_deserializer)
         self._handling = TransactionHandling(
-            profile, self.stats, tel, self._txn, self._runner, self._commits, handler, batch_handler
+            profile,
+            self.stats,
+            tel,
+            self._txn,
+            self._runner,
+            self._commits,
+            None if decoder.raw else decoder,  # bytes in: the hot path, no decoding step
+            handler,
+            batch_handler,
         )
         source = GroupSource(
             profile.consumer,

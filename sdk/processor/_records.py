@@ -56,6 +56,8 @@ class ProcessorStats(TransactionStats):
         commits: Transactions committed (exactly_once) or offset commits/stores (other modes).
         handler_failures: Records (or batches) on which the handler failed every attempt.
         dead_lettered: Input records sent to the dead-letter topic.
+        deserialization_failures: Input records whose key or value could not be deserialized
+            (with ``key_deserializer``/``value_deserializer``).
         revoked: Rebalance revocations handled.
         lost: Partition losses handled.
         rewinds: Times the consumer was seeked back to its committed offsets.
@@ -73,6 +75,7 @@ class ProcessorStats(TransactionStats):
     commits: int = 0
     handler_failures: int = 0
     dead_lettered: int = 0
+    deserialization_failures: int = 0
     revoked: int = 0
     lost: int = 0
     rewinds: int = 0
