@@ -7,7 +7,8 @@ from collections.abc import Mapping
 
 from sdk._client import translating
 from sdk._deprecation import renamed_default
-from sdk.errors import ClusterError, KafkaClientError
+from sdk.errors import KafkaClientError
+from sdk.testing.errors import ClusterError
 
 __all__ = ["create_topic", "delete_topic"]
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sdk._deprecation import renamed_default
-from sdk.errors import ClusterError
 from sdk.testing.cluster._node import Node, NodeState
+from sdk.testing.errors import ClusterError
 
 __all__ = ["FaultInjection"]
 

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from sdk._deprecation import RenamedAttribute, renamed_default
-from sdk.errors import ClusterError, PortInUseError
 from sdk.testing.cluster._boot import (
     format_storage,
     java_cmd,
@@ -41,6 +40,7 @@ from sdk.testing.cluster._config import (
 from sdk.testing.cluster._faults import FaultInjection
 from sdk.testing.cluster._node import Node, NodeState
 from sdk.testing.cluster._proxy import NetworkFaults
+from sdk.testing.errors import ClusterError, PortInUseError
 from sdk.testing.jars import BrokerJars, resolve_broker_jars, session_kafka_version
 from sdk.testing.tools import find_java
 

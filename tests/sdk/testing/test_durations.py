@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from sdk._deprecation import renamed_default
-from sdk.errors import ClusterError, ConfigurationError
+from sdk.errors import ConfigurationError
 from sdk.testing import admin, spark_cluster
 from sdk.testing.cluster import LocalCluster
+from sdk.testing.errors import ClusterError
 from sdk.testing.spark_cluster import ConnectServer, StandaloneSpark
 
 
