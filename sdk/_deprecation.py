@@ -1,15 +1,34 @@
-"""Keyword arguments that were renamed or moved: the old spelling works for one more release."""
+"""Spellings that were renamed or moved: the old spelling works for one more release.
+
+Keywords (:func:`renamed`, :func:`renamed_default`, :func:`moved`), attributes
+(:class:`RenamedAttribute`) and exported names (:func:`deprecated_name`, for a module's
+``__getattr__``). Every warning names the new spelling and the release that removes the old
+one, :data:`REMOVED_IN`.
+"""
 
 from __future__ import annotations
 
+import sys
 import warnings
+from collections.abc import Mapping
 from typing import Any, Generic, TypeVar, overload
 
 from sdk.errors import ConfigurationError
 
-__all__ = ["RenamedAttribute", "moved", "renamed", "renamed_default", "warn_renamed"]
+__all__ = [
+    "REMOVED_IN",
+    "RenamedAttribute",
+    "deprecated_name",
+    "moved",
+    "renamed",
+    "renamed_default",
+    "warn_renamed",
+]
 
 T = TypeVar("T")
+
+REMOVED_IN = "0.3"
+"""The release that removes every spelling deprecated in 0.2 (the release after 0.1)."""
 
 
 def warn_renamed(where: str, old_name: str, new_name: str, *, stacklevel: int = 3) -> None:
@@ -108,3 +127,34 @@ class RenamedAttribute(Generic[T]):
             stacklevel=2,
         )
         return getattr(instance, self._new)
+
+
+def deprecated_name(module: str, name: str, aliases: Mapping[str, tuple[str, object]]) -> Any:
+    """The object a module's deprecated name stands for, with a DeprecationWarning.
+
+    For a module's ``__getattr__``, so that ``from module import old_name`` still works::
+
+        def __getattr__(name: str) -> Any:
+            return deprecated_name(__name__, name, {"Old": ("sdk.x.New", New)})
+
+    Args:
+        module: The module's ``__name__``.
+        name: The attribute asked for.
+        aliases: Each old name -> (its new spelling, for the message; the object).
+
+    Raises:
+        AttributeError: ``name`` is not one of ``aliases`` (as for any missing attribute).
+    """
+    try:
+        new, obj = aliases[name]
+    except KeyError:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}") from None
+    # ``from package import name`` asks twice, first through importlib's hasattr(): warn once,
+    # at the user's line
+    if not sys._getframe(2).f_code.co_filename.startswith("<frozen importlib"):
+        warnings.warn(
+            f"{module}.{name} is deprecated and removed in {REMOVED_IN}: use {new}",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+    return obj

@@ -8,6 +8,9 @@
   read_committed and the group's committed offsets as ``startingOffsets``.
 """
 
+from typing import Any
+
+from sdk._deprecation import deprecated_name
 from spark_integration._batch import (
     BatchJobResult,
     ExactlyOnceBatchJob,
@@ -27,7 +30,7 @@ from spark_integration._ranges import (
     PartitionRange,
     explain_ranges,
     plan_ranges,
-    transactional_id_for,
+    range_transactional_id,
 )
 from spark_integration._session import local_session, session
 from spark_integration._streaming import (
@@ -62,12 +65,25 @@ __all__ = [
     "local_session",
     "offsets_json",
     "plan_ranges",
+    "range_transactional_id",
     "read_kafka",
     "read_kafka_stream",
     "records_to_columns",
     "run_range",
     "session",
     "slice_of",
-    "transactional_id_for",
     "write_slice",
 ]
+
+_DEPRECATED = {
+    "transactional_id_for": ("spark_integration.range_transactional_id", range_transactional_id),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """``transactional_id_for``: deprecated, removed in 0.3; it is :func:`range_transactional_id`.
+
+    (The SDK's :func:`sdk.core.session.transactional_id_for`, with another signature, keeps
+    its name.)
+    """
+    return deprecated_name(__name__, name, _DEPRECATED)

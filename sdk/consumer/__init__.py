@@ -4,22 +4,31 @@ Exactly-once consumption goes through :class:`sdk.processor.Processor` (offsets 
 the producer's transaction).
 """
 
+from typing import Any
+
+from sdk._deprecation import deprecated_name
 from sdk.consumer._consumer import Consumer
 from sdk.consumer._offsets import AckTracker
 from sdk.consumer._records import (
     BatchRecordHandler,
     ConsumerRecord,
-    ConsumerState,
     ConsumerStats,
     RecordHandler,
 )
+from sdk.lifecycle import Lifecycle
 
 __all__ = [
     "AckTracker",
     "BatchRecordHandler",
     "Consumer",
     "ConsumerRecord",
-    "ConsumerState",
     "ConsumerStats",
     "RecordHandler",
 ]
+
+_DEPRECATED = {"ConsumerState": ("sdk.lifecycle.Lifecycle", Lifecycle)}
+
+
+def __getattr__(name: str) -> Any:
+    """``ConsumerState``: deprecated, removed in 0.3; it is :class:`sdk.lifecycle.Lifecycle`."""
+    return deprecated_name(__name__, name, _DEPRECATED)

@@ -11,7 +11,6 @@ from sdk.records import ConsumerRecord
 __all__ = [
     "BatchRecordHandler",
     "ConsumerRecord",
-    "ConsumerState",
     "ConsumerStats",
     "RecordHandler",
 ]
@@ -34,7 +33,9 @@ class BatchRecordHandler(Protocol):
 
 
 ConsumerState = Lifecycle
-"""The Consumer's lifecycle, :class:`sdk.lifecycle.Lifecycle`: NEW, OPEN, CLOSED."""
+"""The consume loop's own spelling of :class:`sdk.lifecycle.Lifecycle` (NEW, OPEN, CLOSED), not
+exported: the public name is ``Lifecycle`` (``sdk.consumer.ConsumerState`` is deprecated and
+removed in 0.3)."""
 
 
 @dataclass

@@ -5,23 +5,39 @@ application installs an OpenTelemetry SDK (tracer and meter providers). See
 ``docs/observability.md`` for span names, attributes, metrics and the cost of each hook.
 """
 
+from typing import Any
+
+from sdk._deprecation import deprecated_name
 from sdk.observability._events import RebalanceKind
-from sdk.observability._headers import HeaderList, Headers
+from sdk.observability._headers import HeaderList, HeadersLike
 from sdk.observability._logging import get_logger, is_secret_key, redact
 from sdk.observability._stats import PartitionLag, consumer_lag
 from sdk.observability._telemetry import Telemetry
-from sdk.observability._transaction import Outcome, TransactionSpan
+from sdk.observability._transaction import TransactionOutcome, TransactionSpan
 
 __all__ = [
     "HeaderList",
-    "Headers",
-    "Outcome",
+    "HeadersLike",
     "PartitionLag",
     "RebalanceKind",
     "Telemetry",
+    "TransactionOutcome",
     "TransactionSpan",
     "consumer_lag",
     "get_logger",
     "is_secret_key",
     "redact",
 ]
+
+_DEPRECATED = {
+    "Headers": ("sdk.observability.HeadersLike", HeadersLike),
+    "Outcome": ("sdk.observability.TransactionOutcome", TransactionOutcome),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """``Headers`` and ``Outcome``: deprecated, removed in 0.3.
+
+    They are :data:`HeadersLike` and :data:`TransactionOutcome` now.
+    """
+    return deprecated_name(__name__, name, _DEPRECATED)

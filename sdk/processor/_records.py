@@ -14,7 +14,6 @@ __all__ = [
     "BatchHandler",
     "Handler",
     "OutputRecord",
-    "ProcessorState",
     "ProcessorStats",
 ]
 
@@ -36,8 +35,9 @@ class BatchHandler(Protocol):
 
 
 ProcessorState = Lifecycle
-"""The Processor's lifecycle: :class:`sdk.lifecycle.Lifecycle` (``CREATED``/``NEW``,
-``RUNNING``, ``STOPPING``, ``CLOSED``)."""
+"""The processing loop's own spelling of :class:`sdk.lifecycle.Lifecycle` (``NEW``,
+``RUNNING``, ``STOPPING``, ``CLOSED``), not exported: the public name is ``Lifecycle``
+(``sdk.processor.ProcessorState`` is deprecated and removed in 0.3)."""
 
 
 @dataclass

@@ -31,19 +31,15 @@ from sdk.producer._client_errors import ClientErrors
 from sdk.producer._client_slot import ClientSlot
 from sdk.producer._enqueue import RecordPath
 from sdk.producer._handle import HotPath
-from sdk.producer._records import DeliveryHandle, Headers, ProducerRecord, RecordMetadata
+from sdk.producer._records import DeliveryHandle, HeaderPairs, ProducerRecord, RecordMetadata
 from sdk.producer._sender import Sender
 from sdk.producer._transactions import TransactionalOutput
 from sdk.profiles import Guarantee, ProducerProfile
 from sdk.serialization import Serializer, resolve_serializer
 
-__all__ = ["Producer", "ProducerState"]
+__all__ = ["Producer"]
 
 _new_handle = object.__new__
-
-
-ProducerState = Lifecycle
-"""The Producer's lifecycle, :class:`sdk.lifecycle.Lifecycle`: NEW, OPEN, CLOSED."""
 
 
 class Producer:
@@ -192,7 +188,7 @@ class Producer:
 
     # ------------------------------------------------------------------ lifecycle
     @property
-    def state(self) -> ProducerState:
+    def state(self) -> Lifecycle:
         """Where the producer is in its lifecycle."""
         return self._slot.state
 
@@ -263,7 +259,7 @@ class Producer:
         value: Any = None,
         *,
         key: Any = None,
-        headers: Headers | Mapping[str, bytes | str | None] | None = None,
+        headers: HeaderPairs | Mapping[str, bytes | str | None] | None = None,
         partition: int | None = None,
         timestamp_ms: int | None = None,
     ) -> DeliveryHandle:
@@ -319,7 +315,7 @@ class Producer:
         value: Any = None,
         *,
         key: Any = None,
-        headers: Headers | Mapping[str, bytes | str | None] | None = None,
+        headers: HeaderPairs | Mapping[str, bytes | str | None] | None = None,
         partition: int | None = None,
         timeout_s: float | None = None,
         timeout: float | None = None,

@@ -16,7 +16,8 @@ from sdk.producer._handle import HandleCore, HotPath
 
 __all__ = ["DeliveryHandle", "ListedHandle", "ProducerRecord", "RecordMetadata"]
 
-Headers = Sequence[tuple[str, bytes | str | None]]
+HeaderPairs = Sequence[tuple[str, bytes | str | None]]
+"""A record's headers as (name, value) pairs, in order (a name may repeat)."""
 
 
 class ProducerRecord(NamedTuple):
@@ -28,7 +29,7 @@ class ProducerRecord(NamedTuple):
     topic: str
     value: Any = None
     key: Any = None
-    headers: Headers | None = None
+    headers: HeaderPairs | None = None
     partition: int | None = None
     timestamp_ms: int | None = None
 

@@ -60,3 +60,47 @@ def test_a_moved_module_still_imports_from_its_old_place_and_warns(
     )
     assert done.returncode == 0, done.stderr
     assert f"{old} is deprecated, import from {new}" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "old", "new"),
+    [
+        ("sdk.consumer", "ConsumerState", "sdk.lifecycle.Lifecycle"),
+        ("sdk.producer", "ProducerState", "sdk.lifecycle.Lifecycle"),
+        ("sdk.processor", "ProcessorState", "sdk.lifecycle.Lifecycle"),
+        ("sdk.observability", "Outcome", "sdk.observability.TransactionOutcome"),
+        ("sdk.observability", "Headers", "sdk.observability.HeadersLike"),
+        ("sdk.queue", "Outcome", "sdk.queue.AckOutcome"),
+        ("spark_integration", "transactional_id_for", "spark_integration.range_transactional_id"),
+    ],
+)
+def test_a_renamed_name_is_the_new_one_and_warns_once_with_its_removal(
+    module: str, old: str, new: str
+) -> None:
+    """Both spellings of the access, in a fresh interpreter: one warning each, at the user's
+    line (not importlib's), naming the new spelling and the removal."""
+    new_module, _, new_name = new.rpartition(".")
+    code = (
+        "import importlib, warnings\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        f"    from {module} import {old} as by_from\n"
+        f"    by_attr = getattr(importlib.import_module({module!r}), {old!r})\n"
+        f"now = getattr(importlib.import_module({new_module!r}), {new_name!r})\n"
+        "assert by_from is by_attr is now\n"
+        f"assert {old!r} not in importlib.import_module({module!r}).__all__\n"
+        "print([(str(x.message), x.filename) for x in w if x.category is DeprecationWarning])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    said = f"{module}.{old} is deprecated and removed in 0.3: use {new}"
+    assert done.stdout.strip() == repr([(said, "<string>"), (said, "<string>")])
+
+
+def test_an_unknown_name_is_still_an_attribute_error() -> None:
+    import sdk.consumer
+
+    with pytest.raises(AttributeError, match=r"sdk\.consumer.*NoSuchName"):
+        sdk.consumer.NoSuchName  # noqa: B018
