@@ -34,10 +34,11 @@ REMOVED_IN = "0.3"
 def warn_renamed(where: str, old_name: str, new_name: str, *, stacklevel: int = 3) -> None:
     """Warn that keyword ``old_name`` of ``where`` is now ``new_name`` (DeprecationWarning).
 
-    The default ``stacklevel`` points at the line that called ``where``.
+    The message names the release that removes ``old_name`` (:data:`REMOVED_IN`). The default
+    ``stacklevel`` points at the line that called ``where``.
     """
     warnings.warn(
-        f"{where}({old_name}=) is deprecated, use {new_name}=",
+        f"{where}({old_name}=) is deprecated and removed in {REMOVED_IN}: use {new_name}=",
         DeprecationWarning,
         stacklevel=stacklevel,
     )
@@ -85,10 +86,13 @@ def renamed_default(where: str, old_name: str, old: T | None, new_name: str, new
 
 
 def moved(what: str, where: str, to: str) -> None:
-    """Warn that ``what`` given to ``where`` now belongs to ``to`` (DeprecationWarning)."""
+    """Warn that ``what`` given to ``where`` now belongs to ``to`` (DeprecationWarning).
+
+    The message names the release that removes the old place (:data:`REMOVED_IN`).
+    """
     warnings.warn(
         f"{where}: the {what} is given to {to} now (one place on every front end); passing it "
-        f"to {where} is deprecated",
+        f"to {where} is deprecated and removed in {REMOVED_IN}",
         DeprecationWarning,
         stacklevel=3,
     )
@@ -96,6 +100,8 @@ def moved(what: str, where: str, to: str) -> None:
 
 class RenamedAttribute(Generic[T]):
     """A read-only attribute under its old name: reading it warns and reads ``new_name``.
+
+    The warning names the release that removes the old name (:data:`REMOVED_IN`).
 
     Example::
 
@@ -122,7 +128,8 @@ class RenamedAttribute(Generic[T]):
         if instance is None:
             return self
         warnings.warn(
-            f"{self._owner}.{self._old} is deprecated, use {self._new}",
+            f"{self._owner}.{self._old} is deprecated and removed in {REMOVED_IN}: use "
+            f"{self._new}",
             DeprecationWarning,
             stacklevel=2,
         )

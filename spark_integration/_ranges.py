@@ -218,7 +218,7 @@ def plan_ranges(
         transactional_id_prefix: The producer profile's prefix.
         timeout_s: Seconds per admin request.
         admin_factory: Makes the AdminClient from a config dict (tests).
-        timeout: Deprecated name of ``timeout_s``.
+        timeout: Deprecated name of ``timeout_s``, removed in 0.3.
 
     Returns:
         The ranges, sorted by (topic, partition); empty ranges included.

@@ -114,7 +114,7 @@ class AsyncConsumer:
                 None (default): when the loop runs in the main thread and the application
                 has no SIGTERM handler of its own; True: always (the loop must run in the
                 main thread); False: never.
-            idle_timeout: Deprecated name of ``idle_timeout_s``.
+            idle_timeout: Deprecated name of ``idle_timeout_s``, removed in 0.3.
 
         Raises:
             asyncio.CancelledError: The awaiting task was cancelled (after the commit of what

@@ -91,7 +91,7 @@ class DeliveryHandle(HandleCore):
 
         Args:
             timeout_s: Seconds to wait; None waits until the producer's delivery timeout decides.
-            timeout: Deprecated name of ``timeout_s``.
+            timeout: Deprecated name of ``timeout_s``, removed in 0.3.
 
         Returns:
             Where the record landed.

@@ -32,7 +32,7 @@ def create_topic(
         replication_factor: Replicas per partition; -1 uses the broker default.
         config: Topic configs, e.g. ``{"min.insync.replicas": "2"}``.
         timeout_s: Seconds to wait.
-        timeout: Deprecated name of ``timeout_s``.
+        timeout: Deprecated name of ``timeout_s``, removed in 0.3.
 
     Returns:
         The topic name.
@@ -79,7 +79,7 @@ def delete_topic(
         bootstrap_servers: The cluster.
         name: Topic name.
         timeout_s: Seconds to wait.
-        timeout: Deprecated name of ``timeout_s``.
+        timeout: Deprecated name of ``timeout_s``, removed in 0.3.
 
     Raises:
         ClusterError: The broker refused the deletion.

@@ -21,7 +21,10 @@ class _Result:
 
 def test_the_old_name_reads_the_new_one_and_warns_naming_both() -> None:
     result = _Result(duration_s=2.5)
-    with pytest.warns(DeprecationWarning, match=r"_Result\.seconds is deprecated, use duration_s"):
+    with pytest.warns(
+        DeprecationWarning,
+        match=r"_Result\.seconds is deprecated and removed in 0\.3: use duration_s",
+    ):
         assert result.seconds == 2.5
     assert isinstance(_Result.seconds, RenamedAttribute)  # on the class: the descriptor
     assert "seconds" not in {f for f in _Result.__dataclass_fields__}  # not a field
@@ -59,7 +62,7 @@ def test_a_moved_module_still_imports_from_its_old_place_and_warns(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert f"{old} is deprecated, import from {new}" in done.stdout
+    assert f"{old} is deprecated and removed in 0.3: import from {new}" in done.stdout
 
 
 @pytest.mark.parametrize(
@@ -104,3 +107,50 @@ def test_an_unknown_name_is_still_an_attribute_error() -> None:
 
     with pytest.raises(AttributeError, match=r"sdk\.consumer.*NoSuchName"):
         sdk.consumer.NoSuchName  # noqa: B018
+
+
+def test_every_deprecation_helper_names_the_removal() -> None:
+    from sdk._deprecation import REMOVED_IN, moved, renamed, warn_renamed
+
+    assert REMOVED_IN == "0.3"
+    with pytest.warns(DeprecationWarning, match=r"^f\(old=\) is deprecated and removed in 0\.3"):
+        warn_renamed("f", "old", "new")
+    with pytest.warns(DeprecationWarning, match=r"is deprecated and removed in 0\.3$"):
+        moved("handler", "X()", "run()")
+    with pytest.warns(DeprecationWarning, match=r"removed in 0\.3: use new="):
+        assert renamed("f", "old", 1, "new", None) == 1
+
+
+def test_the_producer_s_old_timeouts_name_the_removal() -> None:
+    from sdk.producer import Producer
+    from sdk.profiles import ProducerProfile
+
+    profile = ProducerProfile(guarantee="at_least_once", bootstrap_servers="127.0.0.1:1")
+    with pytest.warns(DeprecationWarning, match=r"deprecated and removed in 0\.3: use queue_full"):
+        Producer(profile, queue_full_timeout=5.0).close()
+
+
+PENDING_DOCSTRINGS = {
+    "sdk/consumer/_consumer.py": 1,
+    "sdk/processor/_processor.py": 4,
+    "sdk/queue/_consumer.py": 1,
+    "sdk/queue/_manual.py": 1,
+}
+"""Deprecated spellings whose docstring does not say the removal yet, per file: the consume
+loops, under refactoring (their edits wait for it). Remove an entry once its file says it."""
+
+
+def test_every_deprecated_spelling_s_docstring_names_the_removal() -> None:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    silent: dict[str, int] = {}
+    for package in ("sdk", "spark_integration"):
+        for path in sorted((root / package).rglob("*.py")):
+            for line in path.read_text(encoding="utf-8").splitlines():
+                said = line.strip()
+                deprecates = said.split(":", 1)[-1].strip().startswith("Deprecated")
+                if deprecates and "removed in 0.3" not in said:
+                    name = path.relative_to(root).as_posix()
+                    silent[name] = silent.get(name, 0) + 1
+    assert silent == PENDING_DOCSTRINGS
