@@ -142,25 +142,26 @@ def deprecated_name(module: str, name: str, aliases: Mapping[str, tuple[str, obj
     For a module's ``__getattr__``, so that ``from module import old_name`` still works::
 
         def __getattr__(name: str) -> Any:
-            return deprecated_name(__name__, name, {"Old": ("sdk.x.New", New)})
+            return deprecated_name(__name__, name, {"Old": ("use sdk.x.New", New)})
 
     Args:
         module: The module's ``__name__``.
         name: The attribute asked for.
-        aliases: Each old name -> (its new spelling, for the message; the object).
+        aliases: Each old name -> (what to do instead, ending the message: ``"use
+            sdk.x.New"``; the object).
 
     Raises:
         AttributeError: ``name`` is not one of ``aliases`` (as for any missing attribute).
     """
     try:
-        new, obj = aliases[name]
+        advice, obj = aliases[name]
     except KeyError:
         raise AttributeError(f"module {module!r} has no attribute {name!r}") from None
     # ``from package import name`` asks twice, first through importlib's hasattr(): warn once,
     # at the user's line
     if not sys._getframe(2).f_code.co_filename.startswith("<frozen importlib"):
         warnings.warn(
-            f"{module}.{name} is deprecated and removed in {REMOVED_IN}: use {new}",
+            f"{module}.{name} is deprecated and removed in {REMOVED_IN}: {advice}",
             DeprecationWarning,
             stacklevel=3,
         )

@@ -26,7 +26,7 @@ __all__ = [
     "RecordHandler",
 ]
 
-_DEPRECATED = {"ConsumerState": ("sdk.lifecycle.Lifecycle", Lifecycle)}
+_DEPRECATED = {"ConsumerState": ("use sdk.lifecycle.Lifecycle", Lifecycle)}
 
 
 def __getattr__(name: str) -> Any:

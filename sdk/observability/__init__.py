@@ -30,8 +30,8 @@ __all__ = [
 ]
 
 _DEPRECATED = {
-    "Headers": ("sdk.observability.HeadersLike", HeadersLike),
-    "Outcome": ("sdk.observability.TransactionOutcome", TransactionOutcome),
+    "Headers": ("use sdk.observability.HeadersLike", HeadersLike),
+    "Outcome": ("use sdk.observability.TransactionOutcome", TransactionOutcome),
 }
 
 

@@ -25,7 +25,7 @@ __all__ = [
     "dead_letter",
 ]
 
-_DEPRECATED = {"ProcessorState": ("sdk.lifecycle.Lifecycle", Lifecycle)}
+_DEPRECATED = {"ProcessorState": ("use sdk.lifecycle.Lifecycle", Lifecycle)}
 
 
 def __getattr__(name: str) -> Any:

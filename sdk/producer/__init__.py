@@ -9,7 +9,7 @@ from sdk.producer._records import DeliveryHandle, ProducerRecord, RecordMetadata
 
 __all__ = ["DeliveryHandle", "Producer", "ProducerRecord", "RecordMetadata"]
 
-_DEPRECATED = {"ProducerState": ("sdk.lifecycle.Lifecycle", Lifecycle)}
+_DEPRECATED = {"ProducerState": ("use sdk.lifecycle.Lifecycle", Lifecycle)}
 
 
 def __getattr__(name: str) -> Any:

@@ -21,7 +21,7 @@ from sdk.queue._records import QueueStats
 
 __all__ = ["AckOutcome", "QueueConsumer", "QueueStats", "apply_group_config"]
 
-_DEPRECATED = {"Outcome": ("sdk.queue.AckOutcome", AckOutcome)}
+_DEPRECATED = {"Outcome": ("use sdk.queue.AckOutcome", AckOutcome)}
 
 
 def __getattr__(name: str) -> Any:

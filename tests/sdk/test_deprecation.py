@@ -154,3 +154,25 @@ def test_every_deprecated_spelling_s_docstring_names_the_removal() -> None:
                     name = path.relative_to(root).as_posix()
                     silent[name] = silent.get(name, 0) + 1
     assert silent == PENDING_DOCSTRINGS
+
+
+@pytest.mark.parametrize(
+    ("name", "private"),
+    [
+        ("session", "spark_integration._session"),
+        ("slice_of", "spark_integration._slicing"),
+        ("write_slice", "spark_integration._streaming"),
+    ],
+)
+def test_spark_s_internals_are_no_longer_exported_and_warn_until_removed(
+    name: str, private: str
+) -> None:
+    import importlib
+
+    import spark_integration
+
+    assert name not in spark_integration.__all__
+    assert name not in vars(spark_integration)
+    with pytest.warns(DeprecationWarning, match=rf"spark_integration\.{name} .*removed in 0\.3"):
+        old = getattr(spark_integration, name)
+    assert old is getattr(importlib.import_module(private), name)

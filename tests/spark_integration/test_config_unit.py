@@ -162,7 +162,7 @@ def test_connector_candidates() -> None:
 
 
 def test_slice_of_is_deterministic_and_spreads_partitions() -> None:
-    from spark_integration import slice_of
+    from spark_integration._slicing import slice_of
 
     slices = [slice_of(("orders", p), 4) for p in range(8)]
     assert sorted(slices[:4]) == [0, 1, 2, 3]  # one topic's partitions go round-robin
