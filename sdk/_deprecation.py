@@ -128,8 +128,7 @@ class RenamedAttribute(Generic[T]):
         if instance is None:
             return self
         warnings.warn(
-            f"{self._owner}.{self._old} is deprecated and removed in {REMOVED_IN}: use "
-            f"{self._new}",
+            f"{self._owner}.{self._old} is deprecated and removed in {REMOVED_IN}: use {self._new}",
             DeprecationWarning,
             stacklevel=2,
         )

@@ -176,3 +176,44 @@ def test_spark_s_internals_are_no_longer_exported_and_warn_until_removed(
     with pytest.warns(DeprecationWarning, match=rf"spark_integration\.{name} .*removed in 0\.3"):
         old = getattr(spark_integration, name)
     assert old is getattr(importlib.import_module(private), name)
+
+
+DEPRECATING_PACKAGES = [
+    "sdk.assignors",
+    "sdk.consumer",
+    "sdk.observability",
+    "sdk.partitioners",
+    "sdk.processor",
+    "sdk.producer",
+    "sdk.profiles",
+    "sdk.queue",
+    "sdk.sink",
+    "spark_integration",
+]
+
+
+def _deprecated_names() -> list[tuple[str, str]]:
+    import importlib
+
+    return [
+        (package, name)
+        for package in DEPRECATING_PACKAGES
+        for name in sorted(importlib.import_module(package)._DEPRECATED)
+    ]
+
+
+@pytest.mark.parametrize(("package", "name"), _deprecated_names())
+def test_every_deprecated_name_is_out_of_the_surface_and_warns_with_the_removal(
+    package: str, name: str
+) -> None:
+    import importlib
+
+    module = importlib.import_module(package)
+    assert name not in module.__all__
+    assert name not in vars(module)  # only through __getattr__, so every use warns
+    advice, obj = module._DEPRECATED[name]
+    with pytest.warns(
+        DeprecationWarning, match=rf"^{package}\.{name} is deprecated and removed in 0\.3: "
+    ):
+        assert getattr(module, name) is obj
+    assert advice.strip()
