@@ -26,7 +26,8 @@ from typing import Any, TypeVar, TypeVarTuple
 from sdk._client import KafkaMessage
 from sdk._deprecation import renamed
 from sdk.aio._bridge import HandlersAhead, LoopBridge
-from sdk.consumer import Consumer, ConsumerRecord, ConsumerState, ConsumerStats
+from sdk.consumer import Consumer, ConsumerRecord, ConsumerStats
+from sdk.lifecycle import Lifecycle
 from sdk.profiles import ConsumerProfile
 
 __all__ = ["AsyncConsumer"]
@@ -113,7 +114,7 @@ class AsyncConsumer:
                 None (default): when the loop runs in the main thread and the application
                 has no SIGTERM handler of its own; True: always (the loop must run in the
                 main thread); False: never.
-            idle_timeout: Deprecated name of ``idle_timeout_s``.
+            idle_timeout: Deprecated name of ``idle_timeout_s``, removed in 0.3.
 
         Raises:
             asyncio.CancelledError: The awaiting task was cancelled (after the commit of what
@@ -206,7 +207,7 @@ class AsyncConsumer:
         if self._records is not None:
             self._records.close()
             self._records = None
-        if self._sync.state is not ConsumerState.CLOSED:
+        if self._sync.state is not Lifecycle.CLOSED:
             self._store_acks()
         self._sync.close()
 

@@ -151,7 +151,7 @@ class GroupAssignedConsumer:
         on_assign: Called with this member's share after each assignment.
         on_revoke: Called with this member's share before it is revoked (e.g. to commit).
         describe_timeout_s: Seconds to obtain a description of the new generation.
-        describe_timeout: Deprecated name of ``describe_timeout_s``.
+        describe_timeout: Deprecated name of ``describe_timeout_s``, removed in 0.3.
 
     Attributes:
         plan: The group's plan of the current generation ({} while none or superseded).

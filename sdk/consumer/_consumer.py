@@ -15,7 +15,6 @@ from sdk.consumer._loop import ConsumeLoop, GroupSource
 from sdk.consumer._records import (
     BatchRecordHandler,
     ConsumerRecord,
-    ConsumerState,
     ConsumerStats,
     RecordHandler,
 )
@@ -24,6 +23,7 @@ from sdk.errors import (
     ConfigurationError,
     SdkError,
 )
+from sdk.lifecycle import Lifecycle
 from sdk.observability import Telemetry
 from sdk.profiles import ConsumerProfile, Guarantee
 from sdk.serialization import Deserializer
@@ -138,7 +138,7 @@ class Consumer:
 
     # ------------------------------------------------------------------ lifecycle
     @property
-    def state(self) -> ConsumerState:
+    def state(self) -> Lifecycle:
         """Where the consumer is in its lifecycle."""
         return self._loop.state
 
@@ -179,7 +179,7 @@ class Consumer:
         Raises:
             KafkaClientError: The final commit failed (the client is closed anyway).
         """
-        if self._loop.state is ConsumerState.CLOSED:
+        if self._loop.state is Lifecycle.CLOSED:
             return
         try:
             self._loop.close(lambda client: self._offsets.commit_stored(client, "commit on close"))
@@ -208,7 +208,7 @@ class Consumer:
                 handled and returns. None (default): in the main thread, unless the
                 application has its own SIGTERM handler; True: always (main thread only);
                 False: never.
-            idle_timeout: Deprecated name of ``idle_timeout_s``.
+            idle_timeout: Deprecated name of ``idle_timeout_s``, removed in 0.3.
 
         Returns:
             The counters (cumulative over runs).
@@ -319,7 +319,7 @@ class Consumer:
             ClosedError: The consumer is closed.
             KafkaClientError: Storing the offset failed.
         """
-        if self._loop.state is ConsumerState.CLOSED:
+        if self._loop.state is Lifecycle.CLOSED:
             raise ClosedError("ack() after close(): the offset can no longer be stored")
         self._offsets.ack(self._loop.client, record.topic, record.partition, record.offset)
 

@@ -43,7 +43,7 @@ from sdk.errors import (
     ProducerFencedError,
     SdkError,
 )
-from sdk.observability import Outcome, Telemetry, TransactionSpan
+from sdk.observability import Telemetry, TransactionOutcome, TransactionSpan
 from sdk.producer import Producer
 from sdk.profiles import Guarantee, ProcessingProfile, ProducerProfile
 from sdk.records import OutputRecord, TransactionStats
@@ -300,7 +300,9 @@ class TransactionSession:
         """
         self.output.abort(cause, timeout, attempts)
 
-    def recreate(self, outcome: Outcome = "aborted", cause: BaseException | None = None) -> None:
+    def recreate(
+        self, outcome: TransactionOutcome = "aborted", cause: BaseException | None = None
+    ) -> None:
         """Drop the client and start a new one with the same transactional.id (new epoch).
 
         Args:
@@ -316,7 +318,9 @@ class TransactionSession:
         self.stats.note("producer recreated")
         self.start()
 
-    def close(self, outcome: Outcome = "aborted", cause: BaseException | None = None) -> None:
+    def close(
+        self, outcome: TransactionOutcome = "aborted", cause: BaseException | None = None
+    ) -> None:
         """Drop the client without waiting (an open transaction is aborted by the next epoch).
 
         Args:

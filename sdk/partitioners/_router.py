@@ -62,8 +62,8 @@ class PartitionRouter:
         metadata_max_age_s: Seconds a cached partition count is trusted (librdkafka's
             ``topic.metadata.refresh.interval.ms`` is 300 s; the default here is 30 s).
         metadata_timeout_s: Seconds one metadata request may take.
-        metadata_max_age: Deprecated name of ``metadata_max_age_s``.
-        metadata_timeout: Deprecated name of ``metadata_timeout_s``.
+        metadata_max_age: Deprecated name of ``metadata_max_age_s``, removed in 0.3.
+        metadata_timeout: Deprecated name of ``metadata_timeout_s``, removed in 0.3.
 
     Raises:
         ConfigurationError: Unknown partitioner name or non-positive intervals.

@@ -19,6 +19,7 @@ from sdk.errors import (
     SdkError,
 )
 from sdk.failure import HandlerRunner
+from sdk.lifecycle import Lifecycle
 from sdk.observability import Telemetry, get_logger, redact
 from sdk.partitioners import Partitioner
 from sdk.processor._commits import TransactionCommits
@@ -27,7 +28,6 @@ from sdk.processor._progress import Progress, ProgressTracker
 from sdk.processor._records import (
     BatchHandler,
     Handler,
-    ProcessorState,
     ProcessorStats,
 )
 from sdk.producer import Producer
@@ -59,8 +59,8 @@ class Processor:
     Args:
         profile: The processing profile (guarantee, consumer, producer, commit cadence).
         input_topics: Topics to subscribe to.
-        handler: Deprecated: give the handler to :meth:`run`.
-        batch_handler: Deprecated: give the batch handler to :meth:`run_batch`.
+        handler: Deprecated, removed in 0.3: give the handler to :meth:`run`.
+        batch_handler: Deprecated, removed in 0.3: give the batch handler to :meth:`run_batch`.
         transactional_id: Concrete transactional.id (overrides the profile's).
         instance_id: Stable id of this instance, appended to the profile's
             ``transactional_id_prefix``. It must survive restarts: a restarted instance with the
@@ -134,7 +134,7 @@ class Processor:
             profile.consumer.failure, on_retry=lambda: tel.retry("handler")
         )
         self.stats = ProcessorStats()
-        self.state = ProcessorState.CREATED
+        self.state = Lifecycle.NEW
         # sdk.aio: called with each polled batch right before its records are handled (after
         # the at-most-once commit), to run the batch's async handlers in one loop crossing
         self._before_handle: Callable[[list[KafkaMessage]], object] | None = None
@@ -219,9 +219,9 @@ class Processor:
     def close(self) -> None:
         """Stop, commit or abort the open work, and close both clients (idempotent)."""
         self._engine.stop()
-        if self.state is ProcessorState.CLOSED:
+        if self.state is Lifecycle.CLOSED:
             return
-        self.state = ProcessorState.CLOSED
+        self.state = Lifecycle.CLOSED
         self._engine.close()
         if self._producer._client is not None and not self._txn.open:
             with contextlib.suppress(SdkError):  # a fenced producer has nothing to flush
@@ -252,7 +252,7 @@ class Processor:
                 :meth:`sdk.consumer.Consumer.run`: the loop commits what it handled and
                 returns. None (default): in the main thread, unless the application has its
                 own SIGTERM handler; True: always (main thread only); False: never.
-            max_seconds: Deprecated name of ``max_duration_s``.
+            max_seconds: Deprecated name of ``max_duration_s``, removed in 0.3.
 
         Returns:
             The counters.
@@ -287,7 +287,7 @@ class Processor:
             handler: ``list of ConsumerRecord -> iterable of OutputRecord`` (or None).
             max_duration_s: See :meth:`run`.
             handle_sigterm: See :meth:`run`.
-            max_seconds: Deprecated name of ``max_duration_s``.
+            max_seconds: Deprecated name of ``max_duration_s``, removed in 0.3.
 
         Raises:
             ClosedError: See :meth:`run`.
@@ -308,7 +308,7 @@ class Processor:
         max_duration_s: float | None,
         handle_sigterm: bool | None,
     ) -> ProcessorStats:
-        if self.state is ProcessorState.CLOSED:
+        if self.state is Lifecycle.CLOSED:
             raise ClosedError("Processor.run() after close()")
         self._handling.use(handler, batch_handler)
         deadline = None if max_duration_s is None else time.monotonic() + max_duration_s
@@ -321,7 +321,7 @@ class Processor:
         return self.stats
 
     def _loop(self, deadline: float | None) -> None:
-        self.state = ProcessorState.RUNNING
+        self.state = Lifecycle.RUNNING
         stopped = self._engine.stopped
         try:
             while not stopped():
@@ -331,7 +331,7 @@ class Processor:
         except BaseException as exc:
             self._commits.abort_open(exc)
             raise
-        self.state = ProcessorState.STOPPING  # the engine's end of the run commits
+        self.state = Lifecycle.STOPPING  # the engine's end of the run commits
 
     def _start(self) -> None:
         """Create and subscribe the consumer (after the producer's start; unit tests call it)."""

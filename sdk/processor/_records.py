@@ -7,14 +7,12 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from sdk.errors import ConfigurationError
-from sdk.lifecycle import Lifecycle
 from sdk.records import ConsumerRecord, OutputRecord, TransactionStats
 
 __all__ = [
     "BatchHandler",
     "Handler",
     "OutputRecord",
-    "ProcessorState",
     "ProcessorStats",
 ]
 
@@ -33,11 +31,6 @@ class BatchHandler(Protocol):
     def __call__(self, records: list[ConsumerRecord], /) -> Iterable[OutputRecord]:
         """Return the records to produce for the whole batch (may be empty)."""
         ...
-
-
-ProcessorState = Lifecycle
-"""The Processor's lifecycle: :class:`sdk.lifecycle.Lifecycle` (``CREATED``/``NEW``,
-``RUNNING``, ``STOPPING``, ``CLOSED``)."""
 
 
 @dataclass

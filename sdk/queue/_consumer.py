@@ -34,7 +34,7 @@ from sdk.profiles import Guarantee, QueueProfile
 from sdk.queue._at_least_once import AtLeastOnce
 from sdk.queue._at_most_once import AtMostOnce
 from sdk.queue._client_api import AcknowledgeType
-from sdk.queue._manual import ManualAcknowledgement, Outcome
+from sdk.queue._manual import AckOutcome, ManualAcknowledgement
 from sdk.queue._parts import QueueParts
 from sdk.queue._records import Outstanding, QueueStats
 from sdk.queue._source import COMMIT_TIMEOUT_S, ShareCommits, ShareSource
@@ -158,7 +158,7 @@ class QueueConsumer:
             handle_sigterm: SIGTERM calls :meth:`stop` while running. None (default): in the
                 main thread, unless the application has its own SIGTERM handler; True: always
                 (main thread only); False: never.
-            idle_timeout: Deprecated name of ``idle_timeout_s``.
+            idle_timeout: Deprecated name of ``idle_timeout_s``, removed in 0.3.
 
         Returns:
             The counters (cumulative over runs).
@@ -227,7 +227,7 @@ class QueueConsumer:
             handle_sigterm: Turn SIGTERM into :meth:`stop` (main thread only). Off by
                 default here, unlike ``run()``: a loop that leaves the iteration early would
                 keep SIGTERM turned into :meth:`stop` until the iterator is closed.
-            idle_timeout: Deprecated name of ``idle_timeout_s``.
+            idle_timeout: Deprecated name of ``idle_timeout_s``, removed in 0.3.
 
         Yields:
             Each record (deserialized); a poison pill is not yielded: the failure policy
@@ -243,7 +243,7 @@ class QueueConsumer:
         )
         return self._manual.records(max_records, idle_s, handle_sigterm)
 
-    def ack(self, record: ConsumerRecord, outcome: Outcome = "accept") -> None:
+    def ack(self, record: ConsumerRecord, outcome: AckOutcome = "accept") -> None:
         """Settle one record of :meth:`records`: accept, release (redeliver) or reject it.
 
         Args:

@@ -33,9 +33,10 @@ from sdk.queue._client_api import AcknowledgeType
 from sdk.queue._parts import QueueParts
 from sdk.records import ConsumerRecord
 
-__all__ = ["ManualAcknowledgement", "Outcome"]
+__all__ = ["AckOutcome", "ManualAcknowledgement"]
 
-Outcome = Literal["accept", "release", "reject"]
+AckOutcome = Literal["accept", "release", "reject"]
+"""How a queue record is settled (``QueueConsumer.ack``)."""
 _KINDS = {
     "accept": AcknowledgeType.ACCEPT,
     "release": AcknowledgeType.RELEASE,
@@ -131,7 +132,7 @@ class ManualAcknowledgement:
                 continue
             yield decoded
 
-    def ack(self, record: ConsumerRecord, outcome: Outcome = "accept") -> None:
+    def ack(self, record: ConsumerRecord, outcome: AckOutcome = "accept") -> None:
         """:meth:`QueueConsumer.ack <sdk.queue.QueueConsumer.ack>`."""
         kind = _KINDS.get(outcome)
         if kind is None:

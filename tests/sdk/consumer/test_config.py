@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from sdk.consumer import Consumer, ConsumerState
+from sdk.consumer import Consumer
 from sdk.errors import ClosedError, ConfigurationError
+from sdk.lifecycle import Lifecycle
 from sdk.profiles import ConsumerProfile
 
 UNREACHABLE = "127.0.0.1:1"
@@ -30,9 +31,9 @@ def test_exactly_once_is_refused_with_the_field_named() -> None:
 def test_no_client_is_created_in_init() -> None:
     made: list[Any] = []
     c = Consumer(_profile(), ["t"], client_factory=lambda cfg: made.append(cfg))
-    assert c.state is ConsumerState.NEW and made == []
+    assert c.state is Lifecycle.NEW and made == []
     c.close()
-    assert c.state is ConsumerState.CLOSED and made == []
+    assert c.state is Lifecycle.CLOSED and made == []
 
 
 @pytest.mark.parametrize("guarantee", ["at_most_once", "at_least_once"])

@@ -12,7 +12,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from sdk.errors import ClosedError, ConfigurationError
-from sdk.processor import OutputRecord, Processor, ProcessorState
+from sdk.lifecycle import Lifecycle
+from sdk.processor import OutputRecord, Processor
 from sdk.profiles import ProcessingProfile
 from sdk.testing.fakes import (
     FakeConsumerClient,
@@ -80,7 +81,7 @@ def copy(r: Any) -> list[OutputRecord]:
 def start(proc: Processor) -> None:
     """What run(copy) does before its loop, so a test can take the loop's steps itself."""
     proc._handling.use(copy, None)
-    proc.state = ProcessorState.RUNNING
+    proc.state = Lifecycle.RUNNING
     proc._start()
 
 
