@@ -241,11 +241,14 @@ class ConsumeLoop(Generic[C]):
         Each batch went through the front end's :meth:`Commits.admit` (at_most_once: already
         committed); records it did not admit do not count towards ``max_records``.
 
+        Nothing when the run has no client (:meth:`running` yielded None: stopped before the
+        source subscribed): the run does not try to connect again.
+
         Raises:
             BrokerUnreachableError: ``idle_s`` passed without ever reaching a broker.
             KafkaClientError: See :meth:`Source.poll`.
         """
-        client = self.open()
+        client = self.client
         if client is None:
             return
         source, admit = self.source, self.commits.admit
