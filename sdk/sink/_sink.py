@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID
 
-from sdk._client import ConsumerClient
+from sdk._client import ClientConfig, ConfigMapping, ConsumerClient
 from sdk.consumer.engine import ConsumeLoop, FailurePath, GroupSource
 from sdk.errors import (
     ConfigurationError,
@@ -107,11 +107,11 @@ class DatabaseSink:
         *,
         key_deserializer: str | Deserializer = "bytes",
         value_deserializer: str | Deserializer = "bytes",
-        dead_letter_producer_config: Mapping[str, Any] | None = None,
+        dead_letter_producer_config: ConfigMapping | None = None,
         first_start: Literal["committed", "reset"] = "committed",
         poll_timeout_s: float = 0.2,
         retry_timeout_s: float = 120.0,
-        client_factory: Callable[[dict[str, Any]], ConsumerClient] | None = None,
+        client_factory: Callable[[ClientConfig], ConsumerClient] | None = None,
         telemetry: Telemetry | Literal[False] | None = None,
         verify_cluster: bool = False,
     ) -> None:
@@ -321,7 +321,7 @@ class DatabaseSink:
                     with tel.batch_process_span(batch, self._group):
                         self._write(client, handler, batch, ends, per_record)
 
-    def _prepare(self, config: dict[str, Any]) -> None:
+    def _prepare(self, config: ClientConfig) -> None:
         self._db.session()  # creates or checks the positions table before joining
 
     def _before_poll(self, client: ConsumerClient) -> None:
