@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Literal
 
 from sdk._client import ClientConfig, ConfigMapping, ConsumerClient, KafkaMessage
@@ -274,7 +274,7 @@ class Consumer:
         idle_timeout_s: float | None = None,
         handle_sigterm: bool = False,
         idle_timeout: float | None = None,
-    ) -> Iterator[ConsumerRecord]:
+    ) -> Generator[ConsumerRecord, None, None]:
         """Yield records; ``at_least_once`` stores an offset only once :meth:`ack` allows.
 
         ``at_most_once`` commits each polled batch before yielding its first record, so

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID
 
-from sdk._client import ClientConfig, ConfigMapping, ConsumerClient
+from sdk._client import ClientConfig, ConfigMapping, ConsumerClient, KafkaMessage
 from sdk.consumer.engine import ConsumeLoop, FailurePath, GroupSource
 from sdk.errors import (
     ConfigurationError,
@@ -17,13 +17,14 @@ from sdk.errors import (
 from sdk.lifecycle import Lifecycle
 from sdk.observability import Telemetry
 from sdk.profiles import ConsumerProfile, Guarantee
+from sdk.records import ConsumerRecord
 from sdk.serialization import Deserializer
-from sdk.sink._batch import BatchBody, Fenced, SinkHandler, Transient
+from sdk.sink._batch import BatchBody, Fenced, Transient
 from sdk.sink._claims import SinkCommits
 from sdk.sink._connection import SinkConnection, application_name
-from sdk.sink._database import Database, Position, Session
+from sdk.sink._database import Database, Position, Session, Transaction
 from sdk.sink._positions import Holdings
-from sdk.sink._records import BatchSinkHandler, SinkStats
+from sdk.sink._records import SinkStats
 
 __all__ = ["DatabaseSink"]
 
@@ -242,7 +243,7 @@ class DatabaseSink:
     # ------------------------------------------------------------------ public loops
     def run(
         self,
-        handler: SinkHandler | Callable[[Any, Any], Any],
+        handler: Callable[[ConsumerRecord, Transaction], object],
         *,
         max_records: int | None = None,
         idle_timeout_s: float | None = None,
@@ -276,7 +277,7 @@ class DatabaseSink:
 
     def run_batch(
         self,
-        handler: BatchSinkHandler | Callable[[Any, Any], Any],
+        handler: Callable[[list[ConsumerRecord], Transaction], object],
         *,
         max_records: int | None = None,
         idle_timeout_s: float | None = None,
@@ -332,7 +333,7 @@ class DatabaseSink:
         self,
         client: ConsumerClient,
         handler: Callable[[Any, Any], Any],
-        messages: list[Any],
+        messages: list[KafkaMessage],
         ends: dict[Partition, int],
         per_record: bool,
     ) -> None:
