@@ -20,19 +20,35 @@ import asyncio
 import collections
 import concurrent.futures
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, TypeVar, TypeVarTuple
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
+from typing import Literal, TypedDict, TypeVar, TypeVarTuple, Unpack
 
-from sdk._client import KafkaMessage
+from sdk._client import ClientConfig, ConfigMapping, ConsumerClient, KafkaMessage
 from sdk._deprecation import renamed
 from sdk.aio._bridge import HandlersAhead, LoopBridge
 from sdk.consumer import Consumer, ConsumerRecord, ConsumerStats
 from sdk.lifecycle import Lifecycle
+from sdk.observability import Telemetry
 from sdk.profiles import ConsumerProfile
+from sdk.serialization import Deserializer
 
 __all__ = ["AsyncConsumer"]
 
 T = TypeVar("T")
+
+
+class ConsumerOptions(TypedDict, total=False):
+    """The keyword arguments of :class:`~sdk.consumer.Consumer`, passed on by AsyncConsumer."""
+
+    key_deserializer: str | Deserializer
+    value_deserializer: str | Deserializer
+    dead_letter_producer_config: ConfigMapping | None
+    poll_timeout_s: float
+    client_factory: Callable[[ClientConfig], ConsumerClient] | None
+    telemetry: Telemetry | Literal[False] | None
+    verify_cluster: bool
+
+
 Ts = TypeVarTuple("Ts")
 
 
@@ -58,13 +74,15 @@ class AsyncConsumer:
         ConfigurationError: As the sync Consumer (exactly_once: use the Processor).
     """
 
-    def __init__(self, profile: ConsumerProfile, topics: Sequence[str], **options: Any) -> None:
+    def __init__(
+        self, profile: ConsumerProfile, topics: Sequence[str], **options: Unpack[ConsumerOptions]
+    ) -> None:
         self._sync = Consumer(profile, topics, **options)
         self.profile = profile
         # every call into the sync consumer runs here: one thread owns the librdkafka client
         self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="aio-consumer")
         self._acks: collections.deque[ConsumerRecord] = collections.deque()
-        self._records: Any = None
+        self._records: Generator[ConsumerRecord, None, None] | None = None
         self._bridge = LoopBridge(self._worker, self._sync.stop)
 
     @property
@@ -97,7 +115,7 @@ class AsyncConsumer:
     # ------------------------------------------------------------------ run
     async def run(
         self,
-        handler: Callable[[ConsumerRecord], Awaitable[Any]],
+        handler: Callable[[ConsumerRecord], Awaitable[object]],
         *,
         max_records: int | None = None,
         idle_timeout_s: float | None = None,
@@ -187,6 +205,8 @@ class AsyncConsumer:
         """In the worker: store the acks so far, then take what the current poll holds."""
         self._store_acks()
         records = self._records
+        if records is None:  # closed meanwhile: next(None) raised this
+            raise TypeError("'NoneType' object is not an iterator")
         try:
             batch = [next(records)]
         except StopIteration:

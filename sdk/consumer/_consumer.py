@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Generator, Iterator, Sequence
+from typing import Literal
 
-from sdk._client import ConsumerClient, KafkaMessage
+from sdk._client import ClientConfig, ConfigMapping, ConsumerClient, KafkaMessage
 from sdk._deprecation import renamed
 from sdk.consumer._commits import OffsetKeeper
 from sdk.consumer._failure import FailurePath
@@ -88,9 +88,9 @@ class Consumer:
         *,
         key_deserializer: str | Deserializer = "bytes",
         value_deserializer: str | Deserializer = "bytes",
-        dead_letter_producer_config: Mapping[str, Any] | None = None,
+        dead_letter_producer_config: ConfigMapping | None = None,
         poll_timeout_s: float = 0.2,
-        client_factory: Callable[[dict[str, Any]], ConsumerClient] | None = None,
+        client_factory: Callable[[ClientConfig], ConsumerClient] | None = None,
         telemetry: Telemetry | Literal[False] | None = None,
         verify_cluster: bool = False,
     ) -> None:
@@ -148,7 +148,7 @@ class Consumer:
         return self._group.assignment
 
     @property
-    def config(self) -> dict[str, Any]:
+    def config(self) -> ClientConfig:
         """The librdkafka configuration the client is (or will be) created with."""
         return dict(self.profile.render())
 
@@ -274,7 +274,7 @@ class Consumer:
         idle_timeout_s: float | None = None,
         handle_sigterm: bool = False,
         idle_timeout: float | None = None,
-    ) -> Iterator[ConsumerRecord]:
+    ) -> Generator[ConsumerRecord, None, None]:
         """Yield records; ``at_least_once`` stores an offset only once :meth:`ack` allows.
 
         ``at_most_once`` commits each polled batch before yielding its first record, so

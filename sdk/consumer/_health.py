@@ -6,11 +6,11 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from contextlib import suppress
-from typing import Any, Protocol
+from typing import Protocol
 
 from confluent_kafka import KafkaError, TopicPartition
 
-from sdk._client import ConsumerClient, KafkaMessage, call_kafka, consume_ready
+from sdk._client import ClientConfig, ConsumerClient, KafkaMessage, call_kafka, consume_ready
 from sdk._connection import BrokerContact
 from sdk.errors import (
     AuthenticationError,
@@ -170,8 +170,8 @@ class RebalanceHandlers(Protocol):
 
 
 def subscribed_client(
-    factory: Callable[[dict[str, Any]], ConsumerClient] | None,
-    config: dict[str, Any],
+    factory: Callable[[ClientConfig], ConsumerClient] | None,
+    config: ClientConfig,
     topics: Sequence[str],
     health: ClientHealth,
     callbacks: RebalanceHandlers,

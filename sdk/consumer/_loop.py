@@ -25,7 +25,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from confluent_kafka import TopicPartition
 
-from sdk._client import ConsumerClient, KafkaMessage
+from sdk._client import ClientConfig, ConsumerClient, KafkaMessage
 from sdk._signals import sigterm_stops
 from sdk.consumer._health import ClientHealth, poll_records, subscribed_client
 from sdk.errors import ClosedError
@@ -313,9 +313,9 @@ class GroupSource:
         stats: LoopCounts,
         commits: GroupCommits,
         *,
-        client_factory: Callable[[dict[str, Any]], ConsumerClient] | None = None,
+        client_factory: Callable[[ClientConfig], ConsumerClient] | None = None,
         telemetry: Telemetry | None = None,
-        configure: Callable[[dict[str, Any]], None] | None = None,
+        configure: Callable[[ClientConfig], None] | None = None,
         ready: Callable[[ConsumerClient], bool] | None = None,
     ) -> None:
         self.profile = profile
@@ -353,7 +353,7 @@ class GroupSource:
                 self.profile.security,
                 self.profile.extras,
             )
-        config = dict(self.profile.render())
+        config: ClientConfig = dict(self.profile.render())
         if self._configure is not None:
             self._configure(config)
         return subscribed_client(

@@ -15,10 +15,9 @@ Attach the producer (:meth:`PartitionRouter.attach`) so the refresh goes through
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from sdk._client import admin_client, translating
+from sdk._client import ConfigMapping, admin_client, translating
 from sdk._deprecation import renamed_default
 from sdk.errors import ConfigurationError, SdkError, UnknownTopicError, from_kafka_error
 from sdk.partitioners._protocol import BatchAware, Partitioner, TopicPartitioner
@@ -72,7 +71,7 @@ class PartitionRouter:
     def __init__(
         self,
         partitioner: str | Partitioner,
-        config: Mapping[str, Any],
+        config: ConfigMapping,
         *,
         metadata_client: MetadataClient | None = None,
         metadata_max_age_s: float = 30.0,

@@ -22,10 +22,16 @@ with a share group as its source (:mod:`sdk.queue._source`).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
-from sdk._client import KafkaMessage, ShareConsumerClient, share_consumer
+from sdk._client import (
+    ClientConfig,
+    ConfigMapping,
+    KafkaMessage,
+    ShareConsumerClient,
+    share_consumer,
+)
 from sdk._deprecation import renamed
 from sdk.consumer.engine import ConsumeLoop, RecordDecoder, dead_letter_sink
 from sdk.errors import ConfigurationError
@@ -78,9 +84,9 @@ class QueueConsumer:
         *,
         key_deserializer: str | Deserializer = "bytes",
         value_deserializer: str | Deserializer = "bytes",
-        dead_letter_producer_config: Mapping[str, Any] | None = None,
+        dead_letter_producer_config: ConfigMapping | None = None,
         telemetry: Telemetry | Literal[False] | None = None,
-        consumer_factory: Callable[[dict[str, Any]], ShareConsumerClient] = share_consumer,
+        consumer_factory: Callable[[ClientConfig], ShareConsumerClient] = share_consumer,
         verify_cluster: bool = False,
     ) -> None:
         if isinstance(topics, str) or not topics or not all(topics):

@@ -13,11 +13,11 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from operator import countOf
-from typing import Any, TypeVar, cast
+from typing import TypeVar, cast
 
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
-from sdk._client import KafkaMessage, ShareConsumerClient, share_consumer, translating
+from sdk._client import ClientConfig, KafkaMessage, ShareConsumerClient, share_consumer, translating
 from sdk._connection import BrokerContact
 from sdk.errors import ConfigurationError, KafkaClientError, SdkError, from_kafka_error
 from sdk.profiles import QueueProfile
@@ -53,7 +53,7 @@ class ShareSource:
         profile: QueueProfile,
         topics: list[str],
         stats: QueueStats,
-        factory: Callable[[dict[str, Any]], ShareConsumerClient],
+        factory: Callable[[ClientConfig], ShareConsumerClient],
         on_ack_commit: Callable[[Mapping[TopicPartition, set[int]], KafkaException | None], None],
     ) -> None:
         self.profile = profile
@@ -87,7 +87,7 @@ class ShareSource:
             if applied is None:
                 return None  # stopped (Ctrl-C) before a broker answered
             self.stats.note(f"group {profile.group_id!r} configs set: {applied}")
-        config: dict[str, Any] = dict(profile.render())
+        config: ClientConfig = dict(profile.render())
         self._contact = BrokerContact(config)
         config["logger"] = self._contact  # librdkafka's log, repeats collapsed
         config["error_cb"] = self._contact.on_error

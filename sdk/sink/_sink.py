@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID
 
-from sdk._client import ConsumerClient
+from sdk._client import ClientConfig, ConfigMapping, ConsumerClient, KafkaMessage
 from sdk.consumer.engine import ConsumeLoop, FailurePath, GroupSource
 from sdk.errors import (
     ConfigurationError,
@@ -17,13 +17,14 @@ from sdk.errors import (
 from sdk.lifecycle import Lifecycle
 from sdk.observability import Telemetry
 from sdk.profiles import ConsumerProfile, Guarantee
+from sdk.records import ConsumerRecord
 from sdk.serialization import Deserializer
-from sdk.sink._batch import BatchBody, Fenced, SinkHandler, Transient
+from sdk.sink._batch import BatchBody, Fenced, Transient
 from sdk.sink._claims import SinkCommits
 from sdk.sink._connection import SinkConnection, application_name
-from sdk.sink._database import Database, Position, Session
+from sdk.sink._database import Database, Position, Session, Transaction
 from sdk.sink._positions import Holdings
-from sdk.sink._records import BatchSinkHandler, SinkStats
+from sdk.sink._records import SinkStats
 
 __all__ = ["DatabaseSink"]
 
@@ -107,11 +108,11 @@ class DatabaseSink:
         *,
         key_deserializer: str | Deserializer = "bytes",
         value_deserializer: str | Deserializer = "bytes",
-        dead_letter_producer_config: Mapping[str, Any] | None = None,
+        dead_letter_producer_config: ConfigMapping | None = None,
         first_start: Literal["committed", "reset"] = "committed",
         poll_timeout_s: float = 0.2,
         retry_timeout_s: float = 120.0,
-        client_factory: Callable[[dict[str, Any]], ConsumerClient] | None = None,
+        client_factory: Callable[[ClientConfig], ConsumerClient] | None = None,
         telemetry: Telemetry | Literal[False] | None = None,
         verify_cluster: bool = False,
     ) -> None:
@@ -242,7 +243,7 @@ class DatabaseSink:
     # ------------------------------------------------------------------ public loops
     def run(
         self,
-        handler: SinkHandler | Callable[[Any, Any], Any],
+        handler: Callable[[ConsumerRecord, Transaction], object],
         *,
         max_records: int | None = None,
         idle_timeout_s: float | None = None,
@@ -276,7 +277,7 @@ class DatabaseSink:
 
     def run_batch(
         self,
-        handler: BatchSinkHandler | Callable[[Any, Any], Any],
+        handler: Callable[[list[ConsumerRecord], Transaction], object],
         *,
         max_records: int | None = None,
         idle_timeout_s: float | None = None,
@@ -321,7 +322,7 @@ class DatabaseSink:
                     with tel.batch_process_span(batch, self._group):
                         self._write(client, handler, batch, ends, per_record)
 
-    def _prepare(self, config: dict[str, Any]) -> None:
+    def _prepare(self, config: ClientConfig) -> None:
         self._db.session()  # creates or checks the positions table before joining
 
     def _before_poll(self, client: ConsumerClient) -> None:
@@ -332,7 +333,7 @@ class DatabaseSink:
         self,
         client: ConsumerClient,
         handler: Callable[[Any, Any], Any],
-        messages: list[Any],
+        messages: list[KafkaMessage],
         ends: dict[Partition, int],
         per_record: bool,
     ) -> None:
