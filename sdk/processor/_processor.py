@@ -356,7 +356,12 @@ class Processor(HandlingLoop):
             from sdk.doctor import verify  # lazy: the admin client only when asked for
 
             verify(self.profile, self.topics)
-        config: dict[str, Any] = dict(self.profile.consumer.render())
+        side = self.profile.consumer
+        if side.group_protocol == "consumer":  # no KIP-848 (3.9): refused by name, not a hang
+            from sdk.doctor import CONSUMER_PROTOCOL, require_broker
+
+            require_broker(CONSUMER_PROTOCOL, side.bootstrap_servers, side.security, side.extras)
+        config: dict[str, Any] = dict(side.render())
         if "statistics.interval.ms" in config and "stats_cb" not in config:
             config["stats_cb"] = self._tel.stats_callback(self._group)  # consumer lag gauge
         _log.info(
