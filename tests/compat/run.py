@@ -161,7 +161,8 @@ def _provenance(columns: list[dict[str, object]]) -> str:
     pairs = sorted({(str(c["date"]), str(c.get("commit", "commit not recorded"))) for c in columns})
     if len(pairs) == 1:
         date, commit = pairs[0]
-        return f"Every column from {date} and {commit}, one pytest session per column."
+        named = commit if commit.startswith("commit") else f"commit {commit}"
+        return f"Every column from {named} on {date}, one pytest session per column."
     listed = "; ".join(f"{commit} on {date}" for date, commit in pairs)
     return f"The columns come from {len(pairs)} different runs ({listed})."
 
