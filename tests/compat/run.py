@@ -95,6 +95,7 @@ def _commit() -> str:
 
 def run_one(version: str, pytest_args: list[str]) -> dict[str, object]:
     """Run the suite on one broker; return its record for results.json."""
+    commit = _commit()  # before the run: a commit made while it runs is not what ran
     env = dict(os.environ, **{KAFKA_VERSION_ENV: version})
     env.pop("KAFKA_BOOTSTRAP_SERVERS", None)  # the harness's own cluster of that release
     with tempfile.TemporaryDirectory() as tmp:
@@ -121,7 +122,7 @@ def run_one(version: str, pytest_args: list[str]) -> dict[str, object]:
         "client": confluent_kafka.__version__,
         "librdkafka": confluent_kafka.libversion()[0],
         "date": datetime.date.today().isoformat(),
-        "commit": _commit(),
+        "commit": commit,
         "seconds": round(elapsed),
         "exit": code,
         "features": cells,
