@@ -132,11 +132,11 @@ class AsyncConsumer:
             asyncio.get_running_loop(),
             # the record the core will hand over; a poison pill (None) is the core's to handle
             prepare=decoder.try_decode,
-            stopped=sync._stop.is_set,
+            stopped=sync._loop.stopped,
         )
 
         def before_handle(messages: list[KafkaMessage]) -> int:
-            if sync._observed() is None:
+            if sync._loop.observed() is None:
                 return ahead.run(messages)
             ahead.skip()  # traced: each record crosses on its own, so its span times it
             return 0
@@ -190,7 +190,7 @@ class AsyncConsumer:
             batch = [next(records)]
         except StopIteration:
             return []
-        while self._sync._in_flight > 0:  # the rest of the same poll: no waiting
+        while self._sync._loop.in_flight > 0:  # the rest of the same poll: no waiting
             try:
                 batch.append(next(records))
             except StopIteration:

@@ -164,7 +164,7 @@ class AsyncProcessor:
             handler,
             asyncio.get_running_loop(),
             prepare=functools.partial(view, ConsumerRecord),
-            stopped=self._sync._stop.is_set,
+            stopped=self._sync._engine.stopped,
         )
         # SIGTERM is the bridge's (on the loop); the core runs in a worker thread
         loop_of_core = functools.partial(

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from typing import Literal, overload
 
 from confluent_kafka import TopicPartition
@@ -40,6 +41,7 @@ from sdk.errors import (
     ConfigurationError,
     KafkaClientError,
     ProducerFencedError,
+    SdkError,
 )
 from sdk.observability import Outcome, Telemetry, TransactionSpan
 from sdk.producer import Producer
@@ -262,6 +264,29 @@ class TransactionSession:
             self.send_offsets(offsets, group_metadata, self.timeout_s)  # 1
         self.flush()  # 2
         self.commit_only()  # 3
+
+    def abort_on_the_way_out(self, cause: BaseException) -> None:
+        """A run leaves on an exception: abort the open transaction now (bounded, once).
+
+        The caller's close would otherwise revoke the partitions, and a revoke commits the open
+        transaction: outputs of a half-handled record would be committed. A transaction that
+        is not open or whose client is stuck is left to the next epoch.
+        """
+        if not self.open or self.stuck:
+            return
+        bound = min(self.timeout_s, 5.0)
+        # librdkafka #4849: an abort sent while the transaction's AddPartitionsToTxn is still
+        # in flight (records produced a moment ago) is refused by the broker with a fatal
+        # INVALID_TXN_STATE; once the records are acknowledged, their partitions are in it
+        with suppress(SdkError):  # a failed record: the abort is still right
+            self.flush("flush before the abort on the way out", timeout=bound)
+        try:
+            self.abort(cause, timeout=bound, attempts=1)
+        except SdkError as exc:  # fenced or broken: the next epoch aborts it
+            self.stats.note(f"abort on the way out failed ({exc}); the next epoch aborts it")
+            return
+        self.stats.aborts += 1
+        self.stats.note(f"open transaction aborted on the way out ({type(cause).__name__})")
 
     def abort(
         self, cause: BaseException | None = None, timeout: float | None = None, attempts: int = 5

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from sdk.errors import ConfigurationError
 from sdk.lifecycle import Lifecycle
 from sdk.records import ConsumerRecord, OutputRecord, TransactionStats
 
@@ -49,6 +50,7 @@ class ProcessorStats(TransactionStats):
     session updates.
 
     Attributes:
+        polled: Records taken from Kafka.
         records_in: Input records handled (a record re-read after an abort counts again).
         records_out: Output records produced (including dead-lettered ones).
         commits: Transactions committed (exactly_once) or offset commits/stores (other modes).
@@ -65,6 +67,7 @@ class ProcessorStats(TransactionStats):
             would duplicate them.
     """
 
+    polled: int = 0
     records_in: int = 0
     records_out: int = 0
     commits: int = 0
@@ -75,3 +78,28 @@ class ProcessorStats(TransactionStats):
     rewinds: int = 0
     commit_refused: int = 0
     redelivered: int = 0
+
+
+def chosen_handler(
+    handler: Handler | None,
+    batch_handler: BatchHandler | None,
+    kept: Handler | None,
+    kept_batch: BatchHandler | None,
+) -> tuple[Handler | None, BatchHandler | None]:
+    """The handlers of a run: those given to it, or those the deprecated constructor kept.
+
+    Raises:
+        ConfigurationError: No handler at all, or one here and one in the constructor.
+    """
+    given = handler is not None or batch_handler is not None
+    if given and (kept is not None or kept_batch is not None):
+        raise ConfigurationError(
+            "handler: given to both Processor() and run(); give it to run() only",
+            field="handler",
+        )
+    if not given and kept is None and kept_batch is None:
+        raise ConfigurationError(
+            "handler: give the handler to run(handler) (or run_batch(handler))",
+            field="handler",
+        )
+    return (handler, batch_handler) if given else (kept, kept_batch)

@@ -121,14 +121,15 @@ def test_sigterm_handler_is_installed_only_during_the_run_and_restored() -> None
     during: list[Any] = []
     try:
         with Consumer(_profile(), ["t"]) as c:
-            real_poll = c._poll
+            real_poll = c._loop.poll
 
-            def spy(client: Any, limit: int) -> list[Any]:  # observe from inside the loop
+            # observe from inside the loop
+            def spy(client: Any, limit: int, timeout_s: float) -> list[Any]:
                 during.append(signal.getsignal(signal.SIGTERM))
                 os.kill(os.getpid(), signal.SIGTERM)  # the consumer's handler stops the run
-                return real_poll(client, limit)
+                return real_poll(client, limit, timeout_s)
 
-            c._poll = spy  # type: ignore[method-assign]
+            c._loop.poll = spy  # type: ignore[method-assign]
             c.run(lambda r: None, handle_sigterm=True)
         assert len(during) == 1 and during[0] is not mine
         assert signal.getsignal(signal.SIGTERM) is mine  # restored afterwards
@@ -138,17 +139,17 @@ def test_sigterm_handler_is_installed_only_during_the_run_and_restored() -> None
 
 def _stopping_spy(c: Consumer, during: list[Any], *, sigterm: bool) -> None:
     """Observe the SIGTERM handler from inside the loop, then end the run (by SIGTERM or stop)."""
-    real_poll = c._poll
+    real_poll = c._loop.poll
 
-    def spy(client: Any, limit: int) -> list[Any]:
+    def spy(client: Any, limit: int, timeout_s: float) -> list[Any]:
         during.append(signal.getsignal(signal.SIGTERM))
         if sigterm:
             os.kill(os.getpid(), signal.SIGTERM)  # only the consumer's handler keeps us alive
         else:
             c.stop()
-        return real_poll(client, limit)
+        return real_poll(client, limit, timeout_s)
 
-    c._poll = spy  # type: ignore[method-assign]
+    c._loop.poll = spy  # type: ignore[method-assign]
 
 
 def test_sigterm_stops_a_run_by_default_in_the_main_thread() -> None:

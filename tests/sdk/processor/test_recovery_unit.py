@@ -79,7 +79,7 @@ def copy(r: Any) -> list[OutputRecord]:
 
 def start(proc: Processor) -> None:
     """What run(copy) does before its loop, so a test can take the loop's steps itself."""
-    proc._use(copy, None)
+    proc._handling.use(copy, None)
     proc.state = ProcessorState.RUNNING
     proc._start()
 
@@ -88,7 +88,7 @@ def drive(proc: Processor, steps: int = 20) -> None:
     start(proc)
     for _ in range(steps):
         proc._step()
-    proc._commit_or_recover()
+    proc._commits.commit_or_recover()
 
 
 def committed_values() -> list[bytes]:
