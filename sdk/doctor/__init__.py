@@ -12,7 +12,8 @@ line is ``python -m sdk doctor NAME --file profiles.yaml [--topic T ...] [--json
 An internal interface, in no ``__all__``: ``main``, that command line (``sdk.__main__`` hands
 it every argument after ``doctor``); ``require_broker`` with ``SHARE_GROUPS`` and
 ``CONSUMER_PROTOCOL``, the start-up check of the front ends (a feature the broker lacks is
-refused by name).
+refused by name); ``refuse_transactions``, the same for a cluster whose transaction
+coordinator never answers (run after the first ``init_transactions`` timed out).
 """
 
 from sdk.doctor._checks import check, verify
@@ -20,6 +21,7 @@ from sdk.doctor._cli import main as main
 from sdk.doctor._create import create_topics
 from sdk.doctor._preflight import CONSUMER_PROTOCOL as CONSUMER_PROTOCOL
 from sdk.doctor._preflight import SHARE_GROUPS as SHARE_GROUPS
+from sdk.doctor._preflight import refuse_transactions as refuse_transactions
 from sdk.doctor._preflight import require_broker as require_broker
 from sdk.doctor._report import Check, Report, Status
 

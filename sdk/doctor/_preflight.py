@@ -7,6 +7,13 @@ they create their client; it asks one bootstrap broker for its API versions and 
 features (:mod:`sdk.doctor._wire`, the doctor's own request) and raises a
 :class:`~sdk.errors.ConfigurationError` naming the feature, what the broker has and what it
 needs. A broker that does not answer is left to the client (its own errors say unreachable).
+
+Transactions are judged after the fact instead: every broker since Kafka 2.5 serves them, so
+no API version tells a broker that refuses them; what does is a transaction coordinator that
+never answers (a ``__transaction_state`` that cannot be created: a replication factor above
+the brokers there are). :func:`refuse_transactions` runs when the first ``init_transactions``
+timed out, asks the doctor why, and refuses by name, instead of retrying a call that cannot
+succeed (five attempts of the call timeout, then an "ambiguous" timeout that names nothing).
 """
 
 from __future__ import annotations
@@ -22,10 +29,10 @@ from sdk.doctor._wire import (
     read_versions,
     tls_context,
 )
-from sdk.errors import ConfigurationError
-from sdk.profiles import SecurityProfile
+from sdk.errors import ConfigurationError, KafkaClientError
+from sdk.profiles import ProducerProfile, SecurityProfile
 
-__all__ = ["BrokerFeature", "release_of", "require_broker"]
+__all__ = ["BrokerFeature", "refuse_transactions", "release_of", "require_broker"]
 
 
 @dataclass(frozen=True)
@@ -117,3 +124,35 @@ def require_broker(
             f"{release_of(versions.finalized)}: {lacking}. `python -m sdk doctor` reports "
             "the same as a FAIL with the fix (docs/compatibility.md)."
         )
+
+
+def refuse_transactions(profile: ProducerProfile, cause: KafkaClientError) -> None:
+    """Raise if the doctor finds why ``init_transactions`` got no answer; else return.
+
+    Called once, after the first ``init_transactions`` failed with a transient error. A
+    cluster the doctor cannot read, or one it finds nothing wrong with, returns: the caller
+    goes on retrying as before (a coordinator still loading, a slow broker).
+
+    Args:
+        profile: The exactly_once producer profile (its connection settings and principal).
+        cause: The error of that first call.
+
+    Raises:
+        ConfigurationError: A transaction check of the doctor failed; the message names it,
+            what the cluster has, why no transaction can start and the fix.
+    """
+    from sdk.doctor._checks import check  # the admin client only when a start went wrong
+
+    try:
+        report = check(profile, timeout_s=5.0)
+    except Exception:  # a diagnosis that fails must not hide the first error
+        return
+    failed = [c for c in report.failures if c.name.startswith("transaction")]
+    if not failed:
+        return
+    details = "; ".join(f"{c.name}: {c.found}: {c.why} (fix: {c.fix})" for c in failed)
+    raise ConfigurationError(
+        "transactions (exactly_once) cannot start on this cluster: init_transactions() got "
+        f"no answer ({cause}), and `python -m sdk doctor` finds why: {details} "
+        "(docs/compatibility.md)"
+    )

@@ -38,6 +38,7 @@ from sdk.errors import (
     SdkError,
     TransactionAbortableError,
     from_kafka_error,
+    is_transient,
 )
 from sdk.lifecycle import Lifecycle
 from sdk.observability import Telemetry, TransactionOutcome, TransactionSpan
@@ -221,7 +222,16 @@ class TransactionalOutput:
                 return False
         if self.transactional:
             t = self.timeout_s if timeout is None else timeout
-            self._call(lambda: client.init_transactions(t), "init_transactions")
+            try:  # one call first: a coordinator that never comes is diagnosed, not retried
+                first = min(t, self.timeout_s)
+                self._call(lambda: client.init_transactions(first), "init_transactions", attempts=1)
+            except KafkaClientError as exc:
+                if not is_transient(exc.kafka_error):
+                    raise
+                from sdk.doctor import refuse_transactions  # lazy: an admin client only now
+
+                refuse_transactions(self._producer.profile, exc)  # the doctor names the cause
+                self._call(lambda: client.init_transactions(t), "init_transactions")
             self.initialized = True
         self.open = False
         return True

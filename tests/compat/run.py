@@ -76,8 +76,26 @@ def _per_feature(outcomes: dict[str, str]) -> dict[str, str | None]:
     return cells
 
 
+def _commit() -> str:
+    """The commit the suite runs from (``+changes`` if the SDK or the tests differ from it).
+
+    Runs of the six brokers made one at a time (``./dev.sh compat V`` each, so that a shared
+    machine can interleave other work) are one run of the matrix when they share this and
+    the date; the tables say which.
+    """
+    head = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    changed = subprocess.run(
+        ["git", "diff", "--quiet", "HEAD", "--", "sdk", "tests", ":!tests/compat/results.json"],
+        cwd=ROOT,
+    ).returncode
+    return f"{head or 'unknown'}{'+changes' if changed else ''}"
+
+
 def run_one(version: str, pytest_args: list[str]) -> dict[str, object]:
     """Run the suite on one broker; return its record for results.json."""
+    commit = _commit()  # before the run: a commit made while it runs is not what ran
     env = dict(os.environ, **{KAFKA_VERSION_ENV: version})
     env.pop("KAFKA_BOOTSTRAP_SERVERS", None)  # the harness's own cluster of that release
     with tempfile.TemporaryDirectory() as tmp:
@@ -104,6 +122,7 @@ def run_one(version: str, pytest_args: list[str]) -> dict[str, object]:
         "client": confluent_kafka.__version__,
         "librdkafka": confluent_kafka.libversion()[0],
         "date": datetime.date.today().isoformat(),
+        "commit": commit,
         "seconds": round(elapsed),
         "exit": code,
         "features": cells,
@@ -131,9 +150,22 @@ def _table(columns: list[dict[str, object]], header: str) -> str:
     for feature in FEATURES:
         cells = [_SYMBOL[c["features"].get(feature)] for c in columns]  # type: ignore[attr-defined]
         lines.append(f"| {feature} | {' | '.join(cells)} |")
-    runs = " | ".join(f"{c['date']}, {c['seconds']} s" for c in columns)
-    lines.append(f"| *run: date, seconds* | {runs} |")
+    runs = " | ".join(
+        f"{c['date']}, {c['seconds']} s, {c.get('commit', 'commit not recorded')}" for c in columns
+    )
+    lines.append(f"| *run: date, seconds, commit* | {runs} |")
     return "\n".join(lines)
+
+
+def _provenance(columns: list[dict[str, object]]) -> str:
+    """One sentence: whether the columns are one run (one commit, one day) or several."""
+    pairs = sorted({(str(c["date"]), str(c.get("commit", "commit not recorded"))) for c in columns})
+    if len(pairs) == 1:
+        date, commit = pairs[0]
+        named = commit if commit.startswith("commit") else f"commit {commit}"
+        return f"Every column from {named} on {date}, one pytest session per column."
+    listed = "; ".join(f"{commit} on {date}" for date, commit in pairs)
+    return f"The columns come from {len(pairs)} different runs ({listed})."
 
 
 def render(results: list[dict[str, object]]) -> str:
@@ -148,14 +180,15 @@ def render(results: list[dict[str, object]]) -> str:
         (r for r in results if r["kafka"] == DEFAULT_KAFKA_VERSION),
         key=lambda r: _key(str(r["client"])),
     )
-    broker_md = f"confluent-kafka {newest_client} on every broker.\n\n" + _table(
-        brokers, "Kafka {kafka}"
-    )
+    broker_md = f"confluent-kafka {newest_client} on every broker. {_provenance(brokers)}\n\n"
+    broker_md += _table(brokers, "Kafka {kafka}")
     missing = [v for v in SUPPORTED_KAFKA_VERSIONS if v not in {r["kafka"] for r in brokers}]
     if missing:
         broker_md += "\n\nNot run yet: " + ", ".join(f"Kafka {v}" for v in missing) + "."
     client_md = f"Kafka {DEFAULT_KAFKA_VERSION} with each client.\n\n" + (
-        _table(clients, "confluent-kafka {client}") if clients else "Not run yet."
+        f"{_provenance(clients)}\n\n{_table(clients, 'confluent-kafka {client}')}"
+        if clients
+        else "Not run yet."
     )
     return broker_md + "\0" + client_md
 

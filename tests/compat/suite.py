@@ -53,6 +53,14 @@ FEATURES: dict[str, tuple[str, ...]] = {
         "tests/compat/test_gaps.py::"
         "test_the_doctor_fails_what_the_broker_lacks_and_passes_what_it_has",
     ),
+    'Processor, group_protocol="consumer": refused by name where missing': (
+        "tests/compat/test_gaps.py::"
+        "test_a_processor_with_the_consumer_group_protocol_runs_from_kafka_4_and_is_refused_before",
+    ),
+    "transactions: refused by name where the transaction log cannot be created": (
+        "tests/compat/test_gaps.py::"
+        "test_transactions_on_a_broker_that_refuses_them_are_refused_by_name",
+    ),
 }
 """Feature -> the tests (files or node ids) that prove it on one broker."""
 
