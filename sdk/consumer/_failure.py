@@ -13,7 +13,7 @@ from sdk.failure import HandlerRunner, dead_letter
 from sdk.observability import Telemetry
 from sdk.producer import Producer, ProducerRecord
 from sdk.profiles import ConsumerProfile, Guarantee, ProducerProfile, QueueProfile
-from sdk.serialization import Deserializer, resolve_deserializer
+from sdk.serialization import Deserializer, bind_deserializer
 
 __all__ = ["DeadLetterSink", "FailurePath", "RecordDecoder", "dead_letter_sink"]
 
@@ -27,9 +27,9 @@ class RecordDecoder:
     """Turns a ``confluent_kafka.Message`` into a :class:`ConsumerRecord`."""
 
     def __init__(self, key: str | Deserializer, value: str | Deserializer) -> None:
-        self._key = resolve_deserializer(key, "key_deserializer")
-        self._value = resolve_deserializer(value, "value_deserializer")
-        bytes_in = resolve_deserializer("bytes")
+        self._key = bind_deserializer(key, "key_deserializer")
+        self._value = bind_deserializer(value, "value_deserializer")
+        bytes_in = bind_deserializer("bytes", "value_deserializer")
         self.raw = self._key is bytes_in and self._value is bytes_in
         """Both deserializers are ``bytes``: a record is the message's key and value as is."""
 
@@ -50,9 +50,9 @@ class RecordDecoder:
         topic = message.topic()
         part = "key"
         try:
-            key = self._key(message.key(), topic)
+            key = self._key(message.key(), message)
             part = "value"
-            value = self._value(message.value(), topic)
+            value = self._value(message.value(), message)
         except Exception as exc:
             raise SerializationError(
                 f"deserializing the {part} of {topic}[{message.partition()}]@{message.offset()} "

@@ -24,7 +24,7 @@ from sdk.partitioners import PartitionRouter
 from sdk.producer._client_errors import ClientErrors
 from sdk.producer._delivery import UNKNOWN_PARTITION_CODES
 from sdk.producer._records import ProducerRecord
-from sdk.serialization import Serializer, resolve_serializer
+from sdk.serialization import BoundSerializer, bind_serializer
 
 __all__ = ["RecordPath"]
 
@@ -51,8 +51,8 @@ class RecordPath:
 
     def __init__(
         self,
-        key_serializer: Serializer,
-        value_serializer: Serializer,
+        key_serializer: BoundSerializer,
+        value_serializer: BoundSerializer,
         *,
         router: PartitionRouter,
         errors: ClientErrors,
@@ -65,7 +65,7 @@ class RecordPath:
     ) -> None:
         self._key_ser = key_serializer
         self._value_ser = value_serializer
-        bytes_ser = resolve_serializer("bytes")
+        bytes_ser = bind_serializer("bytes", "value_serializer")
         # bytes in, bytes out: skip the serializer call on the hot path
         self._raw_key = key_serializer is bytes_ser
         self._raw_value = value_serializer is bytes_ser
@@ -157,14 +157,14 @@ class RecordPath:
         """
         topic = record.topic
         try:
-            key = self._key_ser(record.key, topic)
+            key = self._key_ser(record.key, record)
         except SerializationError as exc:
             exc.record = record
             raise
         except Exception as exc:
             raise SerializationError(_failed("key", record.key, topic, exc), record=record) from exc
         try:
-            value = self._value_ser(record.value, topic)
+            value = self._value_ser(record.value, record)
         except SerializationError as exc:
             exc.record = record
             raise
