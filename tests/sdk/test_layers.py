@@ -56,6 +56,7 @@ LAYERS: dict[str, int] = {
     "sdk._registry": 0,
     "sdk._signals": 0,
     "sdk.serialization": 0,
+    "sdk.schemas": 0,  # registry (de)serializers: imports errors and confluent-kafka only
     "sdk.records": 0,
     "sdk.lifecycle": 0,
     "sdk.profiles": 0,
