@@ -39,6 +39,7 @@ __all__ = [
     "bind_serializer",
     "resolve_deserializer",
     "resolve_serializer",
+    "serializer_name",
 ]
 
 
@@ -189,6 +190,25 @@ def _warn_topic_form(fn: Callable[..., Any], field: str) -> None:
     )
 
 
+def _describe(fn: object) -> str:
+    tables: tuple[dict[str, Any], ...] = (_SERIALIZERS, _DESERIALIZERS)
+    for table in tables:
+        for builtin_name, builtin in table.items():
+            if fn is builtin:
+                return builtin_name
+    own = getattr(fn, "name", None)  # sdk.schemas' registry serializers: "avro"...
+    if isinstance(own, str):
+        return f"the {own!r} serializer"
+    qualname = getattr(fn, "__qualname__", None)
+    return str(qualname) if isinstance(qualname, str) else type(fn).__name__
+
+
+def serializer_name(bound: object) -> str:
+    """What a bound (or plain) serializer is called in errors: a built-in's name, or its own."""
+    name = getattr(bound, "serializer_name", None)
+    return name if isinstance(name, str) else _describe(bound)
+
+
 def bind_serializer(spec: str | Serializer, field: str) -> BoundSerializer:
     """Resolve ``spec`` into the form the Producer calls per record: ``fn(obj, record)``.
 
@@ -210,6 +230,7 @@ def bind_serializer(spec: str | Serializer, field: str) -> BoundSerializer:
         def with_context(obj: Any, record: _Outgoing) -> bytes | None:
             return ctx_fn(obj, SerializationContext(record.topic, part, record.headers))
 
+        with_context.serializer_name = _describe(fn)  # type: ignore[attr-defined]
         return with_context
     _warn_topic_form(fn, field)
     topic_fn: Callable[[Any, str], bytes | None] = fn  # type: ignore[assignment]
@@ -217,6 +238,7 @@ def bind_serializer(spec: str | Serializer, field: str) -> BoundSerializer:
     def with_topic(obj: Any, record: _Outgoing) -> bytes | None:
         return topic_fn(obj, record.topic)
 
+    with_topic.serializer_name = _describe(fn)  # type: ignore[attr-defined]
     return with_topic
 
 
