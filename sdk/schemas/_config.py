@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any, Literal
 
@@ -9,7 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, m
 
 from sdk.errors import ConfigurationError
 
-__all__ = ["SchemaRegistryConfig", "SubjectNameStrategy"]
+__all__ = ["REGISTRY_URL_ENV", "SchemaRegistryConfig", "SubjectNameStrategy"]
+
+REGISTRY_URL_ENV = "KSEM_SCHEMA_REGISTRY_URL"
+"""The environment variable a config without ``url`` takes it from."""
 
 SubjectNameStrategy = Literal["topic", "record", "topic_record"]
 """How a subject is named: ``<topic>-key|value``, ``<record full name>``, ``<topic>-<record>``."""
@@ -22,7 +26,8 @@ class SchemaRegistryConfig(BaseModel):
 
     Attributes:
         url: The registry's base URL; Apicurio's Confluent-compatible one ends
-            ``/apis/ccompat/v7``. Several, comma-separated, are tried in order.
+            ``/apis/ccompat/v7``. Several, comma-separated, are tried in order. Left out:
+            ``$KSEM_SCHEMA_REGISTRY_URL`` (what ``python -m sdk.testing.registry up`` prints).
         basic_auth: ``"user:password"`` for HTTP basic authentication.
         subject_name_strategy: ``topic`` (``orders-value``), ``record`` (the record's full
             name) or ``topic_record`` (``orders-com.acme.Order``).
@@ -54,6 +59,8 @@ class SchemaRegistryConfig(BaseModel):
     client_config: dict[str, Any] = Field(default_factory=dict)
 
     def __init__(self, **data: Any) -> None:
+        if "url" not in data and os.environ.get(REGISTRY_URL_ENV):
+            data["url"] = os.environ[REGISTRY_URL_ENV]
         try:
             super().__init__(**data)
         except ValidationError as exc:
