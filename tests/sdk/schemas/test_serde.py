@@ -207,3 +207,35 @@ def test_config_from_yaml_renders_the_client_and_serde_confs() -> None:
     serde = config.serde_conf(serializer=True)
     assert serde["auto.register.schemas"] is False and serde["use.latest.version"] is True
     assert serde["subject.name.strategy"].__name__ == "topic_record_subject_name_strategy"
+
+
+def _order_class() -> type:
+    """A generated-like Protobuf class (what protoc would make of a one-field Order)."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    name = f"shop_{uuid.uuid4().hex[:8]}"
+    proto = descriptor_pb2.FileDescriptorProto(name=f"{name}.proto", package=name, syntax="proto3")
+    order = proto.message_type.add(name="Order")
+    order.field.add(
+        name="id",
+        number=1,
+        type=descriptor_pb2.FieldDescriptorProto.TYPE_INT64,
+        label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL,
+    )
+    pool = descriptor_pool.Default()
+    pool.Add(proto)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{name}.Order"))
+
+
+def test_protobuf_round_trip_with_a_generated_class() -> None:
+    from sdk.schemas import protobuf_deserializer, protobuf_serializer
+
+    order_class = _order_class()
+    config = _mock()
+    ser = bind_serializer(protobuf_serializer(config, order_class), "value_serializer")
+    record = ProducerRecord("orders", order_class(id=42))
+    data = ser(record.value, record)
+    decoder = RecordDecoder("bytes", protobuf_deserializer(config, order_class))
+    decoded = decoder.decode(_Message(data)).value  # type: ignore[arg-type]
+    assert isinstance(decoded, order_class)
+    assert decoded.id == 42
