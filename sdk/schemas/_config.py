@@ -150,5 +150,6 @@ def registry_client(config: SchemaRegistryConfig) -> Any:
         client = _clients.get(key)
         if client is None:
             # new_client: a mock:// URL gets confluent-kafka's in-memory registry (unit tests)
-            client = _clients[key] = SchemaRegistryClient.new_client(conf)
+            factory = getattr(SchemaRegistryClient, "new_client", SchemaRegistryClient)
+            client = _clients[key] = factory(conf)
         return client

@@ -40,8 +40,12 @@ _AUTH_OR_TRANSIENT = (401, 403, 408, 429)
 
 def unavailable_reason(exc: BaseException) -> str | None:
     """Why the registry is to blame for ``exc`` (or its causes), or None if the record is."""
-    from confluent_kafka.schema_registry.common._httpx_compat import httpx
     from confluent_kafka.schema_registry.error import OAuthTokenError, SchemaRegistryError
+
+    try:  # the httpx the registry client uses: httpx2 from 2.16, httpx before
+        from confluent_kafka.schema_registry.common._httpx_compat import httpx
+    except ImportError:
+        import httpx  # type: ignore[import-not-found, no-redef]
 
     seen: set[int] = set()
     current: BaseException | None = exc
