@@ -65,3 +65,28 @@ def test_an_unreachable_registry_is_not_a_serialization_error() -> None:
     assert not isinstance(info.value, SerializationError)
     assert info.value.url == url and info.value.record.key == "k1"
     assert "avro (orders key)" in str(info.value)
+
+
+def test_a_serialization_failure_inside_a_transaction_aborts_it() -> None:
+    clients: list[FakeProducerClient] = []
+
+    def factory(conf: dict[str, object]) -> FakeProducerClient:
+        clients.append(FakeProducerClient(conf))
+        return clients[-1]
+
+    config = SchemaRegistryConfig(url=f"mock://{uuid.uuid4().hex}")
+    profile = ProducerProfile(
+        guarantee="exactly_once", bootstrap_servers="fake:9092", transactional_id="orders-1"
+    )
+    with Producer(
+        profile,
+        value_serializer=avro_serializer(config, ORDER),
+        check_topics=False,
+        telemetry=False,
+        client_factory=factory,
+    ) as producer:
+        with pytest.raises(SerializationError), producer.transaction():
+            producer.send("orders", {"id": 1})
+            producer.send("orders", {"id": "not a long"})
+        client = clients[-1]
+        assert (client.pending, client.committed, client.in_transaction) == ([], [], False)
