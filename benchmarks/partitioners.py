@@ -30,12 +30,8 @@ from typing import Any
 
 from confluent_kafka import Producer
 
-from sdk.partitioners import (
-    FunctionPartitioner,
-    PartitionRouter,
-    RoundRobinPartitioner,
-    StickyPartitioner,
-)
+from sdk.partitioners import FunctionPartitioner, PartitionRouter, StickyPartitioner
+from sdk.partitioners._python import RoundRobinPartitioner
 from sdk.testing.admin import create_topic, delete_topic
 
 Records = list[tuple[bytes, bytes]]

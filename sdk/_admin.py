@@ -25,6 +25,8 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from sdk._config import ClientConfig, ConfigMapping, ConfigValue, LogSink
+
 if TYPE_CHECKING:  # confluent-kafka's package does not re-export them for type checkers
     from confluent_kafka.admin._acl import AclBinding, AclBindingFilter
     from confluent_kafka.admin._cluster import DescribeClusterResult
@@ -49,14 +51,6 @@ CONNECTION_PREFIXES = ("security.", "ssl.", "sasl.", "enable.ssl.")
 """The librdkafka keys (by prefix) that decide whether a connection works: TLS and SASL."""
 
 Future = concurrent.futures.Future
-
-
-class LogSink(Protocol):
-    """Where librdkafka's log lines go: a ``logging.Logger``, or a ``BrokerContact``."""
-
-    def log(self, level: int, msg: str, /, *args: Any) -> None:
-        """One line: ``log(level, "%s [%s] %s", facility, client name, text)``."""
-        ...
 
 
 @runtime_checkable
@@ -157,18 +151,18 @@ class AdminApi(Protocol):
         ...
 
 
-def connection_keys(config: Mapping[str, Any]) -> dict[str, Any]:
+def connection_keys(config: Mapping[str, ConfigValue]) -> ClientConfig:
     """The keys of ``config`` that decide whether a connection works (TLS and SASL)."""
     return {k: v for k, v in config.items() if k.startswith(CONNECTION_PREFIXES)}
 
 
 def admin_config(
     bootstrap_servers: str,
-    security: Mapping[str, Any],
-    extras: Mapping[str, Any],
+    security: ConfigMapping,
+    extras: ConfigMapping,
     *,
     client_id: str | None = None,
-) -> dict[str, Any]:
+) -> ClientConfig:
     """The config of an admin client that connects as a profile's clients do.
 
     Args:
@@ -180,7 +174,7 @@ def admin_config(
     Returns:
         A librdkafka config (secrets revealed: only for librdkafka).
     """
-    config: dict[str, Any] = {"bootstrap.servers": bootstrap_servers}
+    config: ClientConfig = {"bootstrap.servers": bootstrap_servers}
     if client_id:
         config["client.id"] = client_id
     config.update(connection_keys(extras))
@@ -189,7 +183,7 @@ def admin_config(
 
 
 def admin_client(
-    config: Mapping[str, Any],
+    config: ConfigMapping,
     *,
     logger: LogSink | None = None,
     error_cb: Callable[[KafkaError], None] | None = None,
@@ -210,16 +204,19 @@ def admin_client(
     """
     from confluent_kafka.admin import AdminClient
 
-    client: AdminApi = AdminClient(client_config(config, logger=logger, error_cb=error_cb))
+    # confluent-kafka's stubs type AdminClient's config without the callbacks and the logger
+    # that librdkafka takes (and client_config adds): the one untyped config of the SDK
+    conf: dict[str, Any] = client_config(config, logger=logger, error_cb=error_cb)
+    client: AdminApi = AdminClient(conf)
     return client
 
 
 def client_config(
-    config: Mapping[str, Any],
+    config: ConfigMapping,
     *,
     logger: LogSink | None = None,
     error_cb: Callable[[KafkaError], None] | None = None,
-) -> dict[str, Any]:
+) -> ClientConfig:
     """The config :func:`admin_client` gives librdkafka (the callbacks added)."""
     conf = dict(config)
     if logger is not None:

@@ -41,6 +41,7 @@ from confluent_kafka import (
 )
 
 from sdk._admin import AdminApi, admin_client, admin_config, connection_keys
+from sdk._config import ClientConfig, ConfigMapping, ConfigValue, LogSink
 from sdk._message import DeliveryCallback, KafkaMessage, MessageHeaders, polled
 from sdk.errors import RETRY_FOR_S, KafkaClientError, from_kafka_error, is_transient
 
@@ -52,10 +53,14 @@ __all__ = [
     "RETRY_FOR_S",
     "AcknowledgementCommitCallback",
     "AdminApi",
+    "ClientConfig",
+    "ConfigMapping",
+    "ConfigValue",
     "ConsumerClient",
     "DeliveryCallback",
     "GroupMetadata",
     "KafkaMessage",
+    "LogSink",
     "MessageHeaders",
     "ProducerClient",
     "RebalanceCallback",
@@ -290,7 +295,7 @@ SHARE_CONSUMER_CLIENT = "2.15.0"
 """The first confluent-kafka release with ``ShareConsumer`` (measured: docs/compatibility.md)."""
 
 
-def share_consumer(config: dict[str, Any]) -> ShareConsumerClient:
+def share_consumer(config: ClientConfig) -> ShareConsumerClient:
     """A ``confluent_kafka.ShareConsumer`` (typed as the SDK reads its messages).
 
     Raises:

@@ -26,8 +26,8 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
+from sdk._config import ConfigMapping
 from sdk.errors import BrokerUnreachableError
 
 __all__ = ["DEFAULT_CONNECT_TIMEOUT_MS", "BrokerContact", "is_connection_error"]
@@ -46,10 +46,10 @@ _WAS_UP = "in state UP"
 # one table for the process: the consumer and the producer of a Processor, say, report the
 # same refused connection; it is logged once
 _lock = threading.Lock()
-_seen: dict[str, list[Any]] = {}  # kind -> [repeats since its last line, time of that line]
+_seen: dict[str, list[float]] = {}  # kind -> [repeats since its last line, time of that line]
 
 
-def is_connection_error(kafka_error: Any) -> bool:
+def is_connection_error(kafka_error: object) -> bool:
     """A transport, resolve or all-brokers-down event (repeated while librdkafka retries)."""
     from confluent_kafka import KafkaError
 
@@ -70,9 +70,11 @@ class BrokerContact:
         clock: Seconds, monotonic (tests pass their own).
     """
 
-    def __init__(self, config: dict[str, Any], clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, config: ConfigMapping, clock: Callable[[], float] = time.monotonic) -> None:
         self.bootstrap_servers = str(config.get("bootstrap.servers", ""))
         setup_ms = config.get("socket.connection.setup.timeout.ms", DEFAULT_CONNECT_TIMEOUT_MS)
+        if not isinstance(setup_ms, str | int | float):  # int() raised this for a callable too
+            raise TypeError(f"socket.connection.setup.timeout.ms is not a number: {setup_ms!r}")
         self.timeout_s = int(setup_ms) / 1000.0
         self._clock = clock
         self.started = clock()
@@ -80,7 +82,7 @@ class BrokerContact:
         self.last_failure: str | None = None
 
     # ------------------------------------------------------------------ what the client says
-    def log(self, level: int, fmt: str, *args: Any) -> None:
+    def log(self, level: int, fmt: str, *args: object) -> None:
         """confluent-kafka's ``logger`` call: ``log(level, "%s [%s] %s", fac, name, text)``."""
         text = _THREAD.sub("", str(args[-1])) if args else fmt
         facility = str(args[0]) if len(args) == 3 else ""
@@ -90,7 +92,7 @@ class BrokerContact:
             self.last_failure = text
         self._collapsed(level, text)
 
-    def on_error(self, kafka_error: Any) -> bool:
+    def on_error(self, kafka_error: object) -> bool:
         """An ``error_cb`` event: note it; True if it is a connection error (already logged).
 
         The caller keeps its own handling of the other events; a connection error is logged
@@ -115,7 +117,7 @@ class BrokerContact:
         """No broker reached, and the bound since the start has passed."""
         return not self.reached and self._clock() - self.started >= self.timeout_s
 
-    def check(self, probe: Callable[[float], Any] | None, context: str) -> None:
+    def check(self, probe: Callable[[float], object] | None, context: str) -> None:
         """Raise once no broker has answered for the bound (cheap until then: one comparison).
 
         Args:
@@ -143,10 +145,10 @@ class BrokerContact:
 
     def wait(
         self,
-        probe: Callable[[float], Any],
+        probe: Callable[[float], object],
         stopped: Callable[[], bool],
         context: str,
-        serve: Callable[[], Any] | None = None,
+        serve: Callable[[], object] | None = None,
     ) -> bool:
         """Before a call that needs the cluster: probe until a broker answers.
 

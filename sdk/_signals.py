@@ -20,11 +20,15 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from types import FrameType
+from typing import TypeAlias
 
 from sdk.errors import ConfigurationError
 
 __all__ = ["loop_sigterm_stops", "sigterm_stops"]
+
+_Handler: TypeAlias = "Callable[[int, FrameType | None], object] | int | signal.Handlers | None"
+"""What ``signal.getsignal`` returns and ``signal.signal`` takes (None: not set from Python)."""
 
 _log = logging.getLogger("sdk")
 # confluent-kafka 2.16: a KeyboardInterrupt raised inside one of its callbacks (error_cb,
@@ -36,7 +40,7 @@ def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def _sigint_free(handler: Any) -> bool:
+def _sigint_free(handler: _Handler) -> bool:
     """SIGINT still does what Python (or ``asyncio.run``) does by default."""
     if handler is signal.default_int_handler:
         return True
@@ -48,12 +52,16 @@ def _sigint_free(handler: Any) -> bool:
 class _CtrlC:
     """The SIGINT handler of a run: the first press stops it, the second interrupts."""
 
-    def __init__(self, stop: Callable[[], None], second: Callable[..., Any] | None = None) -> None:
+    def __init__(
+        self,
+        stop: Callable[[], None],
+        second: Callable[[int, FrameType | None], object] | None = None,
+    ) -> None:
         self._stop = stop
         self._second = second
         self.presses = 0
 
-    def __call__(self, *_: Any) -> None:
+    def __call__(self, *_: object) -> None:
         self.presses += 1
         if self.presses > 1:
             if self._second is not None:  # asyncio.run's: cancels the main task, then raises
@@ -67,7 +75,7 @@ class _CtrlC:
 
 
 def _on_sigterm(stop: Callable[[], None]) -> Callable[..., None]:
-    def handler(*_: Any) -> None:
+    def handler(*_: object) -> None:
         _log.info("SIGTERM: stopping after the record or batch in hand")
         stop()
 
@@ -103,7 +111,7 @@ def sigterm_stops(stop: Callable[[], None], enabled: bool | None) -> Iterator[No
         if enabled or (default and _sigint_free(signal.getsignal(signal.SIGINT)))
         else None
     )
-    previous: dict[int, Any] = {}
+    previous: dict[int, _Handler] = {}
     if term:
         previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, _on_sigterm(stop))
     if ctrl_c is not None:
@@ -144,7 +152,7 @@ def loop_sigterm_stops(
     if enabled or (default and _sigint_free(sigint)):
         runner = sigint if callable(sigint) and sigint is not signal.default_int_handler else None
         wanted[signal.SIGINT] = _CtrlC(stop, second=runner)
-    installed: dict[int, Any] = {}
+    installed: dict[int, _Handler] = {}
     try:
         for signum, handler in wanted.items():
             before = signal.getsignal(signum)
@@ -165,7 +173,7 @@ def loop_sigterm_stops(
         _remove(loop, installed)
 
 
-def _remove(loop: asyncio.AbstractEventLoop, installed: dict[int, Any]) -> None:
+def _remove(loop: asyncio.AbstractEventLoop, installed: dict[int, _Handler]) -> None:
     """Remove the loop's handlers; put back what was there (asyncio would not, for SIGINT)."""
     for signum, before in installed.items():
         loop.remove_signal_handler(signum)

@@ -28,15 +28,17 @@ them. Errors that come from librdkafka keep the original ``KafkaError`` (see
     ├── DatabaseError                 a database call of the sink failed; keeps the driver's error
     │   └── DatabaseUnavailableError  the database refused or lost the connection (retried)
     ├── DoctorError                   the cluster cannot keep the guarantee (sdk.doctor FAIL)
-    └── ClusterError                  the local test-cluster harness (sdk.testing) failed
-        ├── JavaNotFoundError         no java >= 17
-        ├── MavenError                mvn missing, or broker jars could not be resolved
-        ├── PortInUseError            a listener port is taken
-        └── BrokerStartError          a broker exited or did not become ready
+    └── ClusterError                  the test harness failed (in sdk.testing.errors)
+
+The test harness's errors (``ClusterError``, ``JavaNotFoundError``, ``MavenError``,
+``PortInUseError``, ``BrokerStartError``) are :mod:`sdk.testing.errors`; importing them from
+here is deprecated and removed in 0.3.
 """
 
 from __future__ import annotations
 
+import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -48,10 +50,8 @@ __all__ = [
     "AmbiguousTransactionError",
     "AuthenticationError",
     "AuthorizationError",
-    "BrokerStartError",
     "BrokerUnreachableError",
     "ClosedError",
-    "ClusterError",
     "CommitError",
     "ConfigurationError",
     "DatabaseError",
@@ -59,11 +59,8 @@ __all__ = [
     "DeliveryError",
     "DoctorError",
     "HandlerError",
-    "JavaNotFoundError",
     "KafkaClientError",
     "KafkaTimeoutError",
-    "MavenError",
-    "PortInUseError",
     "ProducerFencedError",
     "RecordTooLargeError",
     "SchemaRegistryUnavailableError",
@@ -297,26 +294,6 @@ class DoctorError(SdkError):
         self.checks: list[str] = list(checks or [])
 
 
-class ClusterError(SdkError):
-    """The local Kafka cluster harness (``sdk.testing``) failed."""
-
-
-class JavaNotFoundError(ClusterError):
-    """No Java runtime of a sufficient version was found."""
-
-
-class MavenError(ClusterError):
-    """Maven is missing or could not resolve the broker jars."""
-
-
-class PortInUseError(ClusterError):
-    """A port the cluster needs is already bound by another process."""
-
-
-class BrokerStartError(ClusterError):
-    """A broker process exited during start or did not become ready in time."""
-
-
 def _call(obj: object, name: str) -> Any:
     method = getattr(obj, name, None)
     return method() if callable(method) else None
@@ -424,3 +401,27 @@ def from_kafka_error(
     elif commit:
         cls = CommitError
     return cls(message, kafka_error=kafka_error, record=record)
+
+
+_MOVED_TO_TESTING = frozenset(
+    {"BrokerStartError", "ClusterError", "JavaNotFoundError", "MavenError", "PortInUseError"}
+)
+"""The test harness's errors, in :mod:`sdk.testing.errors` since 0.2; the names here go in 0.3."""
+
+
+def __getattr__(name: str) -> Any:
+    """The harness's errors under their old place: the same classes, with a DeprecationWarning.
+
+    Deprecated, removed in 0.3: import them from :mod:`sdk.testing` (``sdk.testing.errors``).
+    """
+    if name not in _MOVED_TO_TESTING:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"sdk.errors.{name} is deprecated and removed in 0.3: import it from sdk.testing "
+        f"(sdk.testing.errors.{name})",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    # By name, lazily: the harness sits above every layer (docs/architecture.md), and the
+    # errors never load it unless an old spelling is used.
+    return getattr(importlib.import_module("sdk.testing.errors"), name)

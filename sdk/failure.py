@@ -4,7 +4,7 @@ One runner and one dead-letter format for every front end (Consumer, Processor, 
 DatabaseSink, Spark): a dead-lettered record keeps its key, value and headers and gets the
 ``dlq.*`` headers below. The module imports only the layer it sits in (errors, profiles,
 records), so that the consumer, one layer up, may use it (``sdk.core.failure`` is its
-deprecated old place).
+deprecated old place, removed in 0.3).
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 Used by every exactly-once front end through :meth:`sdk.core.session.TransactionSession.recover`.
 It is a pure function of the error and sits in the bottom layer, beside the errors
-(``sdk.core.recovery`` is its deprecated old place). The error's type decides first, because
-the type is what the broker told us; the age of the transaction only separates a timeout from a
-plain abortable error:
+(``sdk.core.recovery`` is its deprecated old place, removed in 0.3). The error's type decides
+first, because the type is what the broker told us; the age of the transaction only separates a
+timeout from a plain abortable error:
 
 1. :class:`~sdk.errors.AmbiguousTransactionError` (a commit/abort/offsets call without a known
    outcome, a stalled call): never reuse the producer; a new epoch resolves it.

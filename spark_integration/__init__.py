@@ -8,6 +8,9 @@
   read_committed and the group's committed offsets as ``startingOffsets``.
 """
 
+from typing import Any
+
+from sdk._deprecation import deprecated_name
 from spark_integration._batch import (
     BatchJobResult,
     ExactlyOnceBatchJob,
@@ -27,17 +30,18 @@ from spark_integration._ranges import (
     PartitionRange,
     explain_ranges,
     plan_ranges,
-    transactional_id_for,
+    range_transactional_id,
 )
-from spark_integration._session import local_session, session
+from spark_integration._session import local_session
+from spark_integration._session import session as _session
+from spark_integration._slicing import slice_of as _slice_of
 from spark_integration._streaming import (
     ExactlyOnceStreamingSink,
     RowTransform,
     SliceResult,
     StreamingSinkConfig,
-    slice_of,
-    write_slice,
 )
+from spark_integration._streaming import write_slice as _write_slice
 from spark_integration._task import RangeResult, RecordTransform, run_range
 
 __all__ = [
@@ -62,12 +66,34 @@ __all__ = [
     "local_session",
     "offsets_json",
     "plan_ranges",
+    "range_transactional_id",
     "read_kafka",
     "read_kafka_stream",
     "records_to_columns",
     "run_range",
-    "session",
-    "slice_of",
-    "transactional_id_for",
-    "write_slice",
 ]
+
+_DEPRECATED = {
+    "transactional_id_for": (
+        "use spark_integration.range_transactional_id",
+        range_transactional_id,
+    ),
+    "session": (
+        "build the SparkSession with pyspark (SparkSession.builder.master(url), or "
+        ".remote('sc://...') for Spark Connect), or use local_session()",
+        _session,
+    ),
+    "slice_of": ("it is internal to ExactlyOnceStreamingSink, which slices the rows", _slice_of),
+    "write_slice": ("it is internal to ExactlyOnceStreamingSink.foreach_batch", _write_slice),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Deprecated names, removed in 0.3.
+
+    ``transactional_id_for`` is :func:`range_transactional_id` (the SDK's
+    :func:`sdk.core.session.transactional_id_for`, with another signature, keeps its name);
+    ``session``, ``slice_of`` and ``write_slice`` are no longer exported (the streaming sink's
+    internals, and a session factory for the tests' Spark clusters).
+    """
+    return deprecated_name(__name__, name, _DEPRECATED)

@@ -82,7 +82,7 @@ class BatchJobResult:
     duration_s: float = 0.0
 
     seconds = RenamedAttribute[float]("duration_s")
-    """Deprecated name of :attr:`duration_s`."""
+    """Deprecated name of :attr:`duration_s`, removed in 0.3."""
 
     @property
     def records_in(self) -> int:
@@ -155,7 +155,7 @@ class ExactlyOnceBatchJob:
     Args:
         spark: The SparkSession.
         config: The job configuration.
-        transform: Deprecated: give the transform to :meth:`run`.
+        transform: Deprecated, removed in 0.3: give the transform to :meth:`run`.
         progress: Receives the explain text, periodic progress lines and the summary.
     """
 

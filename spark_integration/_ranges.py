@@ -24,7 +24,7 @@ __all__ = [
     "explain_ranges",
     "fetch_committed",
     "plan_ranges",
-    "transactional_id_for",
+    "range_transactional_id",
 ]
 
 
@@ -52,14 +52,15 @@ class PartitionRange:
         return max(0, self.end - self.start)
 
 
-def transactional_id_for(prefix: str, job: str, group: str, topic: str, partition: int) -> str:
+def range_transactional_id(prefix: str, job: str, group: str, topic: str, partition: int) -> str:
     """Return the transactional.id of the task for one input partition.
 
     It depends only on the job, the group and the input partition, never on Spark's partition
     id or attempt number, so every attempt and every re-run of the job for that input partition
     uses the same id: the newest ``init_transactions()`` fences all older ones. It is the SDK's
     :func:`sdk.core.session.transactional_id_for` with ``job.group.topic.partition`` as the
-    instance id.
+    instance id, and :attr:`PartitionRange.transactional_id` of a planned range.
+    (``spark_integration.transactional_id_for``, its old name, is deprecated and removed in 0.3.)
     """
     return session.transactional_id_for(prefix, instance_id=f"{job}.{group}.{topic}.{partition}")
 
@@ -217,7 +218,7 @@ def plan_ranges(
         transactional_id_prefix: The producer profile's prefix.
         timeout_s: Seconds per admin request.
         admin_factory: Makes the AdminClient from a config dict (tests).
-        timeout: Deprecated name of ``timeout_s``.
+        timeout: Deprecated name of ``timeout_s``, removed in 0.3.
 
     Returns:
         The ranges, sorted by (topic, partition); empty ranges included.
@@ -257,7 +258,7 @@ def plan_ranges(
             partition=p,
             start=_start(consumer, (t, p), committed, earliest, stable_end),
             end=stable_end[(t, p)],
-            transactional_id=transactional_id_for(
+            transactional_id=range_transactional_id(
                 transactional_id_prefix, job, consumer.group_id, t, p
             ),
         )

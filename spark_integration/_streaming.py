@@ -250,7 +250,7 @@ class ExactlyOnceStreamingSink:
 
     Args:
         config: The sink configuration.
-        transform: Deprecated: give the transform to :meth:`foreach_batch`.
+        transform: Deprecated, removed in 0.3: give the transform to :meth:`foreach_batch`.
         admin_factory: Makes the AdminClient on the driver (tests).
 
     Attributes:

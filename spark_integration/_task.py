@@ -88,7 +88,7 @@ class RangeResult:
     duration_s: float = 0.0
 
     seconds = RenamedAttribute[float]("duration_s")
-    """Deprecated name of :attr:`duration_s`."""
+    """Deprecated name of :attr:`duration_s`, removed in 0.3."""
 
 
 class _Rewind(Exception):

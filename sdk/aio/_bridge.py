@@ -14,7 +14,7 @@ import collections
 import concurrent.futures
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from sdk._client import KafkaMessage
 from sdk._signals import loop_sigterm_stops
@@ -23,6 +23,7 @@ from sdk.records import ConsumerRecord
 __all__ = ["HandlerCancelled", "HandlersAhead", "LoopBridge"]
 
 T = TypeVar("T")
+A = TypeVar("A")
 
 
 class HandlerCancelled(BaseException):  # a signal through the sync core, not an error
@@ -47,11 +48,11 @@ class LoopBridge:
         self._cancelled = False
 
     def sync_handler(
-        self, handler: Callable[[Any], Awaitable[T]], loop: asyncio.AbstractEventLoop
-    ) -> Callable[[Any], T]:
+        self, handler: Callable[[A], Awaitable[T]], loop: asyncio.AbstractEventLoop
+    ) -> Callable[[A], T]:
         """The sync handler the core calls (in the worker thread) for each record."""
 
-        async def on_loop(arg: Any) -> T:
+        async def on_loop(arg: A) -> T:
             if self._cancelled:  # cancelled before this record's handler began: not handled
                 raise asyncio.CancelledError()
             self._task = asyncio.current_task()
@@ -60,7 +61,7 @@ class LoopBridge:
             finally:
                 self._task = None
 
-        def call(arg: Any) -> T:
+        def call(arg: A) -> T:
             fut = asyncio.run_coroutine_threadsafe(on_loop(arg), loop)
             try:
                 return fut.result()
@@ -134,7 +135,7 @@ class HandlersAhead:
     def __init__(
         self,
         bridge: LoopBridge,
-        handler: Callable[[Any], Awaitable[Any]],
+        handler: Callable[[ConsumerRecord], Awaitable[object]],
         loop: asyncio.AbstractEventLoop,
         prepare: Callable[[KafkaMessage], ConsumerRecord | None],
         stopped: Callable[[], bool],
@@ -144,7 +145,7 @@ class HandlersAhead:
         self._handler = handler
         self._prepare = prepare
         self._stopped = stopped
-        self._ahead: collections.deque[tuple[KafkaMessage, int, Any]] = collections.deque()
+        self._ahead: collections.deque[tuple[KafkaMessage, int, object]] = collections.deque()
 
     def run(self, messages: list[KafkaMessage]) -> int:
         """In the worker, before the core handles ``messages``: one crossing for all.
@@ -170,7 +171,7 @@ class HandlersAhead:
         """No outcomes ahead for the next batch: each record crosses on its own."""
         self._ahead.clear()
 
-    def call(self, record: ConsumerRecord) -> Any:
+    def call(self, record: ConsumerRecord) -> object:
         """The core's sync handler: the outcome run ahead, else a crossing of its own."""
         ahead = self._ahead
         if ahead:
@@ -178,17 +179,17 @@ class HandlersAhead:
             if message is record.raw:
                 if kind == _OK:
                     return value
-                if kind == _FAILED:
-                    raise value  # the first attempt failed: a retry comes back and crosses
+                if isinstance(value, BaseException):  # _FAILED: the first attempt failed
+                    raise value  # a retry comes back and crosses
                 raise HandlerCancelled()
             ahead.clear()  # out of step (the core rewound): cross per record from here
         return self._per_record(record)
 
     async def _on_loop(
         self, items: list[tuple[KafkaMessage, ConsumerRecord]]
-    ) -> list[tuple[KafkaMessage, int, Any]]:
+    ) -> list[tuple[KafkaMessage, int, object]]:
         handler, stopped = self._handler, self._stopped
-        done: list[tuple[KafkaMessage, int, Any]] = []
+        done: list[tuple[KafkaMessage, int, object]] = []
         for message, record in items:
             if stopped():  # the rest is not handled: read again (or lost at_most_once)
                 break

@@ -20,18 +20,35 @@ import asyncio
 import collections
 import concurrent.futures
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, TypeVar, TypeVarTuple
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
+from typing import Literal, TypedDict, TypeVar, TypeVarTuple, Unpack
 
-from sdk._client import KafkaMessage
+from sdk._client import ClientConfig, ConfigMapping, ConsumerClient, KafkaMessage
 from sdk._deprecation import renamed
 from sdk.aio._bridge import HandlersAhead, LoopBridge
-from sdk.consumer import Consumer, ConsumerRecord, ConsumerState, ConsumerStats
+from sdk.consumer import Consumer, ConsumerRecord, ConsumerStats
+from sdk.lifecycle import Lifecycle
+from sdk.observability import Telemetry
 from sdk.profiles import ConsumerProfile
+from sdk.serialization import Deserializer
 
 __all__ = ["AsyncConsumer"]
 
 T = TypeVar("T")
+
+
+class ConsumerOptions(TypedDict, total=False):
+    """The keyword arguments of :class:`~sdk.consumer.Consumer`, passed on by AsyncConsumer."""
+
+    key_deserializer: str | Deserializer
+    value_deserializer: str | Deserializer
+    dead_letter_producer_config: ConfigMapping | None
+    poll_timeout_s: float
+    client_factory: Callable[[ClientConfig], ConsumerClient] | None
+    telemetry: Telemetry | Literal[False] | None
+    verify_cluster: bool
+
+
 Ts = TypeVarTuple("Ts")
 
 
@@ -57,13 +74,15 @@ class AsyncConsumer:
         ConfigurationError: As the sync Consumer (exactly_once: use the Processor).
     """
 
-    def __init__(self, profile: ConsumerProfile, topics: Sequence[str], **options: Any) -> None:
+    def __init__(
+        self, profile: ConsumerProfile, topics: Sequence[str], **options: Unpack[ConsumerOptions]
+    ) -> None:
         self._sync = Consumer(profile, topics, **options)
         self.profile = profile
         # every call into the sync consumer runs here: one thread owns the librdkafka client
         self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="aio-consumer")
         self._acks: collections.deque[ConsumerRecord] = collections.deque()
-        self._records: Any = None
+        self._records: Generator[ConsumerRecord, None, None] | None = None
         self._bridge = LoopBridge(self._worker, self._sync.stop)
 
     @property
@@ -96,7 +115,7 @@ class AsyncConsumer:
     # ------------------------------------------------------------------ run
     async def run(
         self,
-        handler: Callable[[ConsumerRecord], Awaitable[Any]],
+        handler: Callable[[ConsumerRecord], Awaitable[object]],
         *,
         max_records: int | None = None,
         idle_timeout_s: float | None = None,
@@ -113,7 +132,7 @@ class AsyncConsumer:
                 None (default): when the loop runs in the main thread and the application
                 has no SIGTERM handler of its own; True: always (the loop must run in the
                 main thread); False: never.
-            idle_timeout: Deprecated name of ``idle_timeout_s``.
+            idle_timeout: Deprecated name of ``idle_timeout_s``, removed in 0.3.
 
         Raises:
             asyncio.CancelledError: The awaiting task was cancelled (after the commit of what
@@ -132,11 +151,11 @@ class AsyncConsumer:
             asyncio.get_running_loop(),
             # the record the core will hand over; a poison pill (None) is the core's to handle
             prepare=decoder.try_decode,
-            stopped=sync._stop.is_set,
+            stopped=sync._loop.stopped,
         )
 
         def before_handle(messages: list[KafkaMessage]) -> int:
-            if sync._observed() is None:
+            if sync._loop.observed() is None:
                 return ahead.run(messages)
             ahead.skip()  # traced: each record crosses on its own, so its span times it
             return 0
@@ -186,11 +205,13 @@ class AsyncConsumer:
         """In the worker: store the acks so far, then take what the current poll holds."""
         self._store_acks()
         records = self._records
+        if records is None:  # closed meanwhile: next(None) raised this
+            raise TypeError("'NoneType' object is not an iterator")
         try:
             batch = [next(records)]
         except StopIteration:
             return []
-        while self._sync._in_flight > 0:  # the rest of the same poll: no waiting
+        while self._sync._loop.in_flight > 0:  # the rest of the same poll: no waiting
             try:
                 batch.append(next(records))
             except StopIteration:
@@ -206,7 +227,7 @@ class AsyncConsumer:
         if self._records is not None:
             self._records.close()
             self._records = None
-        if self._sync.state is not ConsumerState.CLOSED:
+        if self._sync.state is not Lifecycle.CLOSED:
             self._store_acks()
         self._sync.close()
 

@@ -54,7 +54,7 @@ class AsyncProcessor:
     Args:
         profile: The processing profile (exactly_once, at_least_once or at_most_once).
         input_topics: Topics to subscribe to.
-        handler: Deprecated: give the handler to :meth:`run`.
+        handler: Deprecated, removed in 0.3: give the handler to :meth:`run`.
         **options: The :class:`~sdk.processor.Processor` keyword arguments (``instance_id``,
             ``transactional_id``, ``on_fenced``, ``partitioner``, ``telemetry``, ...).
 
@@ -139,7 +139,7 @@ class AsyncProcessor:
             handle_sigterm: SIGTERM stops the run (commit, then return). None (default): when
                 the loop runs in the main thread and the application has no SIGTERM handler
                 of its own; True: always (the loop must run in the main thread); False: never.
-            max_seconds: Deprecated name of ``max_duration_s``.
+            max_seconds: Deprecated name of ``max_duration_s``, removed in 0.3.
 
         Raises:
             ConfigurationError: No handler (or one here and one in the constructor), or
@@ -164,7 +164,7 @@ class AsyncProcessor:
             handler,
             asyncio.get_running_loop(),
             prepare=functools.partial(view, ConsumerRecord),
-            stopped=self._sync._stop.is_set,
+            stopped=self._sync._engine.stopped,
         )
         # SIGTERM is the bridge's (on the loop); the core runs in a worker thread
         loop_of_core = functools.partial(

@@ -169,7 +169,7 @@ class AsyncProducer:
 
         Args:
             timeout_s: Seconds to wait for outstanding deliveries.
-            timeout: Deprecated name of ``timeout_s``.
+            timeout: Deprecated name of ``timeout_s``, removed in 0.3.
 
         Raises:
             KafkaTimeoutError: Records were still undelivered after ``timeout_s``.
@@ -334,7 +334,7 @@ class AsyncProducer:
 
         Args:
             timeout_s: Seconds to wait; None waits until nothing is queued.
-            timeout: Deprecated name of ``timeout_s``.
+            timeout: Deprecated name of ``timeout_s``, removed in 0.3.
 
         Raises:
             KafkaTimeoutError: Records were still queued after ``timeout_s``.
@@ -370,7 +370,7 @@ class AsyncProducer:
 
         Args:
             timeout_s: Seconds to wait.
-            timeout: Deprecated name of ``timeout_s``.
+            timeout: Deprecated name of ``timeout_s``, removed in 0.3.
         """
         where = "AsyncProducer.commit_transaction"
         timeout_s = renamed_default(where, "timeout", timeout, "timeout_s", timeout_s)
@@ -383,7 +383,7 @@ class AsyncProducer:
 
         Args:
             timeout_s: Seconds to wait.
-            timeout: Deprecated name of ``timeout_s``.
+            timeout: Deprecated name of ``timeout_s``, removed in 0.3.
         """
         where = "AsyncProducer.abort_transaction"
         timeout_s = renamed_default(where, "timeout", timeout, "timeout_s", timeout_s)
@@ -399,7 +399,7 @@ class AsyncProducer:
 
         Args:
             timeout_s: Seconds the commit (or the abort) may take.
-            timeout: Deprecated name of ``timeout_s``.
+            timeout: Deprecated name of ``timeout_s``, removed in 0.3.
 
         Raises:
             TransactionError: Begin, commit or abort failed (the block's own exception wins

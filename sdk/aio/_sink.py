@@ -12,18 +12,75 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from typing import Any, Literal, Protocol, TypedDict, TypeVar, TypeVarTuple, Unpack
 
+from sdk._client import ClientConfig, ConfigMapping, ConsumerClient
 from sdk.aio._bridge import LoopBridge
 from sdk.errors import ConfigurationError, SdkError
+from sdk.observability import Telemetry
 from sdk.profiles import ConsumerProfile
-from sdk.sink import Database, DatabaseSink, Dialect, SinkStats, psycopg_connect_args
+from sdk.records import ConsumerRecord
+from sdk.serialization import Deserializer
+from sdk.sink import (
+    Database,
+    DatabaseSink,
+    Dialect,
+    SinkStats,
+    Transaction,
+    psycopg_connect_args,
+)
 
 __all__ = ["AsyncDatabase", "AsyncDatabaseSink", "AsyncTransaction", "async_postgresql"]
 
 T = TypeVar("T")
-_Run = Callable[[Coroutine[Any, Any, Any]], Any]
+R = TypeVar("R")
+Ts = TypeVarTuple("Ts")
+
+
+class _Run(Protocol):
+    """Runs a coroutine on the loop from the worker thread; returns its result."""
+
+    def __call__(self, coro: Coroutine[object, object, T], /) -> T: ...
+
+
+class _AsyncCursor(Protocol):
+    """What the core's statements call on an async driver's cursor (psycopg's)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def execute(self, sql: str, params: object = ..., /) -> Coroutine[object, object, object]: ...
+
+    def executemany(self, sql: str, rows: object, /) -> Coroutine[object, object, object]: ...
+
+    def fetchall(self) -> Coroutine[object, object, Iterable[object]]: ...
+
+
+class _AsyncConnection(Protocol):
+    """What the core calls on an async driver's connection (psycopg's ``AsyncConnection``)."""
+
+    def cursor(self) -> _AsyncCursor: ...
+
+    def commit(self) -> Coroutine[object, object, object]: ...
+
+    def rollback(self) -> Coroutine[object, object, object]: ...
+
+    def close(self) -> Coroutine[object, object, object]: ...
+
+
+class SinkOptions(TypedDict, total=False):
+    """The keyword arguments of :class:`~sdk.sink.DatabaseSink`, passed on by the async sink."""
+
+    key_deserializer: str | Deserializer
+    value_deserializer: str | Deserializer
+    dead_letter_producer_config: ConfigMapping | None
+    first_start: Literal["committed", "reset"]
+    poll_timeout_s: float
+    retry_timeout_s: float
+    client_factory: Callable[[ClientConfig], ConsumerClient] | None
+    telemetry: Telemetry | Literal[False] | None
+    verify_cluster: bool
 
 
 class AsyncTransaction:
@@ -39,12 +96,14 @@ class AsyncTransaction:
         self.cursor = cursor
         self.rearm: str | None = None  # as sdk.sink.Transaction.rearm
 
-    async def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+    async def execute(self, sql: str, params: Sequence[object] | Mapping[str, object] = ()) -> Any:
         """Run one statement in the batch's transaction; returns the cursor."""
         await self.cursor.execute(sql, params)
         return self.cursor
 
-    async def executemany(self, sql: str, rows: Iterable[Sequence[Any] | dict[str, Any]]) -> Any:
+    async def executemany(
+        self, sql: str, rows: Iterable[Sequence[object] | Mapping[str, object]]
+    ) -> Any:
         """Run one statement for each row; returns the cursor."""
         await self.cursor.executemany(sql, rows)
         if self.rearm is not None:  # PostgreSQL <= 16: re-arm the idle-in-transaction timeout
@@ -55,7 +114,7 @@ class AsyncTransaction:
 class _LoopCursor:
     """A sync cursor for the core (worker thread) over an async cursor on the loop."""
 
-    def __init__(self, cursor: Any, run: _Run) -> None:
+    def __init__(self, cursor: _AsyncCursor, run: _Run) -> None:
         self.async_cursor = cursor
         self._run = run
 
@@ -63,22 +122,22 @@ class _LoopCursor:
     def rowcount(self) -> int:
         return int(self.async_cursor.rowcount)
 
-    def execute(self, sql: str, params: Any = ()) -> _LoopCursor:
+    def execute(self, sql: str, params: object = ()) -> _LoopCursor:
         self._run(self.async_cursor.execute(sql, params))
         return self
 
-    def executemany(self, sql: str, rows: Any) -> _LoopCursor:
+    def executemany(self, sql: str, rows: object) -> _LoopCursor:
         self._run(self.async_cursor.executemany(sql, rows))
         return self
 
-    def fetchall(self) -> list[Any]:
+    def fetchall(self) -> list[Any]:  # rows of the driver's values
         return list(self._run(self.async_cursor.fetchall()))
 
 
 class _LoopConnection:
     """A sync DB-API connection for the core over an async connection on the loop."""
 
-    def __init__(self, connection: Any, run: _Run) -> None:
+    def __init__(self, connection: _AsyncConnection, run: _Run) -> None:
         self.async_connection = connection
         self._run = run
         self._cursor: _LoopCursor | None = None
@@ -198,7 +257,7 @@ class AsyncDatabaseSink:
         profile: ConsumerProfile,
         topics: Sequence[str],
         database: AsyncDatabase,
-        **options: Any,
+        **options: Unpack[SinkOptions],
     ) -> None:
         if not isinstance(database, AsyncDatabase):
             raise ConfigurationError(
@@ -250,7 +309,7 @@ class AsyncDatabaseSink:
 
     async def run(
         self,
-        handler: Callable[[Any, AsyncTransaction], Awaitable[Any]],
+        handler: Callable[[ConsumerRecord, AsyncTransaction], Awaitable[object]],
         *,
         max_records: int | None = None,
         idle_timeout_s: float | None = None,
@@ -270,7 +329,7 @@ class AsyncDatabaseSink:
 
     async def run_batch(
         self,
-        handler: Callable[[list[Any], AsyncTransaction], Awaitable[Any]],
+        handler: Callable[[list[ConsumerRecord], AsyncTransaction], Awaitable[object]],
         *,
         max_records: int | None = None,
         idle_timeout_s: float | None = None,
@@ -290,15 +349,19 @@ class AsyncDatabaseSink:
     async def _drive(
         self,
         run: Callable[..., SinkStats],
-        handler: Callable[[Any, AsyncTransaction], Awaitable[Any]],
+        handler: Callable[[R, AsyncTransaction], Awaitable[object]],
         max_records: int | None,
         idle_timeout_s: float | None,
         handle_sigterm: bool | None,
     ) -> SinkStats:
         self._loop = asyncio.get_running_loop()
-        crossing = self._bridge.sync_handler(lambda pair: handler(*pair), self._loop)
 
-        def on_core(arg: Any, tx: Any) -> Any:
+        def both(pair: tuple[R, AsyncTransaction]) -> Awaitable[object]:
+            return handler(*pair)
+
+        crossing = self._bridge.sync_handler(both, self._loop)
+
+        def on_core(arg: R, tx: Transaction) -> object:
             connection = tx.connection
             if not isinstance(connection, _LoopConnection) or connection.async_transaction is None:
                 raise SdkError("AsyncDatabaseSink: the transaction is not the async driver's")
@@ -322,14 +385,15 @@ class AsyncDatabaseSink:
         if loop is None:
             raise SdkError("AsyncDatabaseSink: connect outside a run")
 
-        def run(coro: Coroutine[Any, Any, Any]) -> Any:
+        def run(coro: Coroutine[object, object, T]) -> T:
             return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
-        async def opened() -> Any:
-            return await self._database.connect()
+        async def opened() -> _AsyncConnection:
+            connection: _AsyncConnection = await self._database.connect()  # the driver's
+            return connection
 
         return _LoopConnection(run(opened()), run)
 
-    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+    async def _call(self, fn: Callable[[*Ts], T], *args: *Ts) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._worker, functools.partial(fn, *args))

@@ -1,6 +1,7 @@
 """Pluggable assignors: a Protocol, built-ins, a name registry, and Python assignors on real groups.
 
-Built-ins (``available_assignors()`` lists these plus registered and entry-point ones):
+Built-ins (``available_assignors()`` lists these plus registered and entry-point ones;
+:func:`resolve_assignor` gives one by name):
 
 ======================  ===============================  =====================================
 name                    librdkafka strategy              plan
@@ -20,22 +21,13 @@ group through :class:`GroupAssignedConsumer`, or on a declared member list throu
 entry-point group or :func:`register_assignor`.
 """
 
-from sdk.assignors._builtin import (
-    CooperativeStickyAssignor,
-    RangeAssignor,
-    RoundRobinAssignor,
-    StickyAssignor,
-    balanced_sticky,
-    librdkafka_order,
-)
-from sdk.assignors._config import REMOTE_ASSIGNORS, GroupProtocol, assignor_config
+from typing import Any
+
+from sdk._deprecation import deprecated_name
+from sdk.assignors import _builtin, _config, _group, _registry
+from sdk.assignors._config import REMOTE_ASSIGNORS, assignor_config
 from sdk.assignors._examples import LagAwareAssignor, RackAwareAssignor
-from sdk.assignors._group import (
-    GroupAssignedConsumer,
-    check_group_config,
-    decode_client_id,
-    encode_client_id,
-)
+from sdk.assignors._group import GroupAssignedConsumer
 from sdk.assignors._protocol import (
     Assignor,
     Member,
@@ -45,47 +37,58 @@ from sdk.assignors._protocol import (
     check_plan,
     sorted_plan,
 )
-from sdk.assignors._registry import (
-    DEFAULT_ASSIGNOR,
-    ENTRY_POINT_GROUP,
-    AssignorFactory,
-    available_assignors,
-    register_assignor,
-    resolve_assignor,
-    unregister_assignor,
-)
+from sdk.assignors._registry import available_assignors, register_assignor, resolve_assignor
 from sdk.assignors._static import StaticAssignedConsumer, static_plan
 
 __all__ = [
-    "DEFAULT_ASSIGNOR",
-    "ENTRY_POINT_GROUP",
     "REMOTE_ASSIGNORS",
     "Assignor",
-    "AssignorFactory",
-    "CooperativeStickyAssignor",
     "GroupAssignedConsumer",
-    "GroupProtocol",
     "LagAwareAssignor",
     "Member",
     "Plan",
     "RackAwareAssignor",
-    "RangeAssignor",
-    "RoundRobinAssignor",
     "StaticAssignedConsumer",
-    "StickyAssignor",
     "SupportsSticky",
     "TopicPartition",
     "assignor_config",
     "available_assignors",
-    "balanced_sticky",
-    "check_group_config",
     "check_plan",
-    "decode_client_id",
-    "encode_client_id",
-    "librdkafka_order",
     "register_assignor",
     "resolve_assignor",
     "sorted_plan",
     "static_plan",
-    "unregister_assignor",
 ]
+
+_BY_NAME = "it is no longer exported, use resolve_assignor({!r})"
+_INTERNAL = "it is internal to sdk.assignors and no longer exported"
+_DEPRECATED: dict[str, tuple[str, object]] = {
+    "DEFAULT_ASSIGNOR": (
+        "it is no longer exported (the default is 'range')",
+        _registry.DEFAULT_ASSIGNOR,
+    ),
+    "ENTRY_POINT_GROUP": (
+        "it is no longer exported (the entry-point group is 'kafka_semantics.assignors')",
+        _registry.ENTRY_POINT_GROUP,
+    ),
+    "AssignorFactory": (_INTERNAL, _registry.AssignorFactory),
+    "GroupProtocol": (_INTERNAL, _config.GroupProtocol),
+    "CooperativeStickyAssignor": (
+        _BY_NAME.format("cooperative_sticky"),
+        _builtin.CooperativeStickyAssignor,
+    ),
+    "RangeAssignor": (_BY_NAME.format("range"), _builtin.RangeAssignor),
+    "RoundRobinAssignor": (_BY_NAME.format("round_robin"), _builtin.RoundRobinAssignor),
+    "StickyAssignor": (_BY_NAME.format("sticky"), _builtin.StickyAssignor),
+    "balanced_sticky": (_BY_NAME.format("sticky"), _builtin.balanced_sticky),
+    "librdkafka_order": (_INTERNAL, _builtin.librdkafka_order),
+    "check_group_config": (_INTERNAL, _group.check_group_config),
+    "decode_client_id": (_INTERNAL, _group.decode_client_id),
+    "encode_client_id": (_INTERNAL, _group.encode_client_id),
+    "unregister_assignor": (_INTERNAL, _registry.unregister_assignor),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Names exported in 0.1 and no longer: deprecated, removed in 0.3."""
+    return deprecated_name(__name__, name, _DEPRECATED)

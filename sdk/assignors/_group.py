@@ -28,9 +28,9 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from sdk._client import admin_client, connection_keys, translating
+from sdk._client import ConfigMapping, admin_client, connection_keys, translating
 from sdk._deprecation import warn_renamed
 from sdk.assignors._protocol import Assignor, Member, Plan, TopicPartition, check_plan
 from sdk.assignors._registry import resolve_assignor
@@ -89,7 +89,7 @@ def decode_client_id(client_id: str) -> tuple[str | None, dict[str, str]]:
     return fields.pop(_FP, None), fields
 
 
-def check_group_config(config: Mapping[str, Any], topics: Sequence[str], guarantee: str) -> None:
+def check_group_config(config: ConfigMapping, topics: Sequence[str], guarantee: str) -> None:
     """Reject consumer settings under which the overlay cannot guarantee one owner per partition.
 
     Args:
@@ -151,7 +151,7 @@ class GroupAssignedConsumer:
         on_assign: Called with this member's share after each assignment.
         on_revoke: Called with this member's share before it is revoked (e.g. to commit).
         describe_timeout_s: Seconds to obtain a description of the new generation.
-        describe_timeout: Deprecated name of ``describe_timeout_s``.
+        describe_timeout: Deprecated name of ``describe_timeout_s``, removed in 0.3.
 
     Attributes:
         plan: The group's plan of the current generation ({} while none or superseded).
@@ -166,7 +166,7 @@ class GroupAssignedConsumer:
 
     def __init__(
         self,
-        config: Mapping[str, Any],
+        config: ConfigMapping,
         topics: Sequence[str],
         assignor: str | Assignor,
         *,

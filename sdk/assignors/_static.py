@@ -10,9 +10,9 @@ used, only to commit offsets.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from sdk._client import translating
+from sdk._client import ConfigMapping, translating
 from sdk.assignors._protocol import Assignor, Member, Plan, TopicPartition, check_plan
 from sdk.assignors._registry import resolve_assignor
 from sdk.errors import ClosedError, ConfigurationError, from_kafka_error
@@ -75,7 +75,7 @@ class StaticAssignedConsumer:
 
     def __init__(
         self,
-        config: Mapping[str, Any],
+        config: ConfigMapping,
         topics: Sequence[str],
         assignor: str | Assignor,
         *,

@@ -4,22 +4,32 @@ Exactly-once consumption goes through :class:`sdk.processor.Processor` (offsets 
 the producer's transaction).
 """
 
-from sdk.consumer._consumer import Consumer
-from sdk.consumer._offsets import AckTracker
-from sdk.consumer._records import (
-    BatchRecordHandler,
-    ConsumerRecord,
-    ConsumerState,
-    ConsumerStats,
-    RecordHandler,
-)
+from typing import Any
 
-__all__ = [
-    "AckTracker",
-    "BatchRecordHandler",
-    "Consumer",
-    "ConsumerRecord",
-    "ConsumerState",
-    "ConsumerStats",
-    "RecordHandler",
-]
+from sdk._deprecation import deprecated_name
+from sdk.consumer import _offsets, _records
+from sdk.consumer._consumer import Consumer
+from sdk.consumer._records import ConsumerRecord, ConsumerStats
+from sdk.lifecycle import Lifecycle
+
+__all__ = ["Consumer", "ConsumerRecord", "ConsumerStats"]
+
+_TYPING = "it is no longer exported: a handler is any callable taking {}"
+_DEPRECATED: dict[str, tuple[str, object]] = {
+    "ConsumerState": ("use sdk.lifecycle.Lifecycle", Lifecycle),
+    "AckTracker": ("it is internal to the Consumer and no longer exported", _offsets.AckTracker),
+    "RecordHandler": (_TYPING.format("a ConsumerRecord"), _records.RecordHandler),
+    "BatchRecordHandler": (
+        _TYPING.format("a list of ConsumerRecords"),
+        _records.BatchRecordHandler,
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Deprecated names, removed in 0.3.
+
+    ``ConsumerState`` is :class:`sdk.lifecycle.Lifecycle`; ``AckTracker``, ``RecordHandler`` and
+    ``BatchRecordHandler`` are no longer exported.
+    """
+    return deprecated_name(__name__, name, _DEPRECATED)

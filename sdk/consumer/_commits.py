@@ -48,9 +48,7 @@ class OffsetKeeper:
         self._marks = HandledMarks()  # at_most_once: positions committed before handling
         self.telemetry: Telemetry | None = None  # set by the Consumer
 
-    def before_handling(
-        self, client: ConsumerClient, messages: list[KafkaMessage]
-    ) -> list[KafkaMessage]:
+    def admit(self, client: ConsumerClient, messages: list[KafkaMessage]) -> list[KafkaMessage]:
         """at_most_once: commit the batch synchronously before any handler sees it.
 
         The batch is handled only if the commit was accepted for this member's generation:
@@ -160,9 +158,25 @@ class OffsetKeeper:
         if not self._alo:
             self._marks.assigned(partitions)
 
+    def end_run(self, client: ConsumerClient, failed: bool, in_flight: int) -> None:
+        """A run ends: commit what it handled (at_least_once); count what at_most_once lost.
+
+        Raises:
+            KafkaClientError: The commit failed and the run did not fail otherwise (an error
+                that ended the run is not masked: the failed commit is only logged then).
+        """
+        if in_flight and not self._alo:
+            self.stats.abandoned += in_flight  # committed before handling, never handled
+        if not failed:
+            self.commit_stored(client, "commit at the end of the run")
+            return
+        try:
+            self.commit_stored(client, "commit at the end of the run")
+        except SdkError as exc:  # don't mask the error that ended the run
+            _log.warning("%s", exc)
+
     def on_revoke(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None:
         """Commit what was handled before the partitions go to another member."""
-        self.stats.revoked += 1
         self._marks.released(partitions)
         try:
             self.commit_stored(consumer, "commit on revoke")
@@ -173,6 +187,5 @@ class OffsetKeeper:
 
     def on_lost(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None:
         """Partitions were lost (session expired): no commit is possible any more."""
-        self.stats.lost += 1
         self._marks.released(partitions)
         self.tracker.forget((tp.topic, tp.partition) for tp in partitions)

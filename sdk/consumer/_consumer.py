@@ -3,25 +3,18 @@
 from __future__ import annotations
 
 import logging
-import threading
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
-from typing import Any, Literal
+from collections.abc import Callable, Generator, Iterator, Sequence
+from typing import Literal
 
-from confluent_kafka import TopicPartition
-
-from sdk._client import ConsumerClient, KafkaMessage
+from sdk._client import ClientConfig, ConfigMapping, ConsumerClient, KafkaMessage
 from sdk._deprecation import renamed
-from sdk._signals import sigterm_stops
 from sdk.consumer._commits import OffsetKeeper
 from sdk.consumer._failure import FailurePath
-from sdk.consumer._handling import HandlingLoop
-from sdk.consumer._health import ClientHealth, poll_records, subscribed_client
+from sdk.consumer._handling import RecordHandling
+from sdk.consumer._loop import ConsumeLoop, GroupSource
 from sdk.consumer._records import (
     BatchRecordHandler,
     ConsumerRecord,
-    ConsumerState,
     ConsumerStats,
     RecordHandler,
 )
@@ -30,6 +23,7 @@ from sdk.errors import (
     ConfigurationError,
     SdkError,
 )
+from sdk.lifecycle import Lifecycle
 from sdk.observability import Telemetry
 from sdk.profiles import ConsumerProfile, Guarantee
 from sdk.serialization import Deserializer
@@ -41,7 +35,7 @@ _AMO = Guarantee.AT_MOST_ONCE
 _ALO = Guarantee.AT_LEAST_ONCE
 
 
-class Consumer(HandlingLoop):
+class Consumer:
     """Consume with the commit ordering of an ``at_most_once`` or ``at_least_once`` profile.
 
     * ``at_most_once``: each polled batch's offsets are committed **synchronously before** any
@@ -94,9 +88,9 @@ class Consumer(HandlingLoop):
         *,
         key_deserializer: str | Deserializer = "bytes",
         value_deserializer: str | Deserializer = "bytes",
-        dead_letter_producer_config: Mapping[str, Any] | None = None,
+        dead_letter_producer_config: ConfigMapping | None = None,
         poll_timeout_s: float = 0.2,
-        client_factory: Callable[[dict[str, Any]], ConsumerClient] | None = None,
+        client_factory: Callable[[ClientConfig], ConsumerClient] | None = None,
         telemetry: Telemetry | Literal[False] | None = None,
         verify_cluster: bool = False,
     ) -> None:
@@ -120,39 +114,41 @@ class Consumer(HandlingLoop):
         self._failure = FailurePath(
             profile, self.stats, key_deserializer, value_deserializer, dead_letter_producer_config
         )
-        self._poll_timeout = poll_timeout_s
-        self._factory = client_factory
-        self._client: ConsumerClient | None = None
-        self._state = ConsumerState.NEW
-        self._stop = threading.Event()
+        tel: Telemetry | None = None if telemetry is False else (telemetry or Telemetry.default())
         # sdk.aio: called with each polled batch of run() right before it is handled (after
         # the at-most-once commit), to run the batch's async handlers in one loop crossing;
         # returns how many records (from the first) had their handler run or begun
         self._before_handle: Callable[[list[KafkaMessage]], int] | None = None
-        self._health = ClientHealth(self.stats)
-        self._assigned: set[tuple[str, int]] = set()
-        self._in_flight = 0
         self._offsets = OffsetKeeper(profile.guarantee, self.stats)
-        self._telemetry: Telemetry | None = (
-            None if telemetry is False else (telemetry or Telemetry.default())
+        self._failure.telemetry = tel
+        self._offsets.telemetry = tel
+        self._group = GroupSource(
+            profile, names, self.stats, self._offsets, client_factory=client_factory, telemetry=tel
         )
-        self._failure.telemetry = self._telemetry
-        self._offsets.telemetry = self._telemetry
-        self._verify_cluster = verify_cluster
+        self._loop = ConsumeLoop(
+            self._group,
+            self._offsets,
+            name="Consumer",
+            batch_size=profile.batch_size,
+            poll_timeout_s=poll_timeout_s,
+            telemetry=tel,
+            verify=(profile, names) if verify_cluster else None,
+        )
+        self._handling = RecordHandling(self._loop, self._failure, self._offsets, profile.group_id)
 
     # ------------------------------------------------------------------ lifecycle
     @property
-    def state(self) -> ConsumerState:
+    def state(self) -> Lifecycle:
         """Where the consumer is in its lifecycle."""
-        return self._state
+        return self._loop.state
 
     @property
     def assignment(self) -> list[tuple[str, int]]:
         """The ``(topic, partition)`` pairs this member owns now, sorted (thread-safe read)."""
-        return sorted(set(self._assigned))
+        return self._group.assignment
 
     @property
-    def config(self) -> dict[str, Any]:
+    def config(self) -> ClientConfig:
         """The librdkafka configuration the client is (or will be) created with."""
         return dict(self.profile.render())
 
@@ -173,7 +169,7 @@ class Consumer(HandlingLoop):
         polled batch (its offsets are already committed: skipping it would lose it). The run
         then commits what was handled and returns.
         """
-        self._stop.set()
+        self._loop.stop()
 
     def close(self) -> None:
         """Commit the stored offsets (at_least_once), leave the group, release clients.
@@ -183,44 +179,12 @@ class Consumer(HandlingLoop):
         Raises:
             KafkaClientError: The final commit failed (the client is closed anyway).
         """
-        if self._state is ConsumerState.CLOSED:
+        if self._loop.state is Lifecycle.CLOSED:
             return
-        self._stop.set()
-        client, self._client = self._client, None
-        self._state = ConsumerState.CLOSED
         try:
-            if client is not None:
-                self._offsets.commit_stored(client, "commit on close")
+            self._loop.close(lambda client: self._offsets.commit_stored(client, "commit on close"))
         finally:
-            if client is not None:
-                with suppress(Exception):
-                    client.close()
             self._failure.close()
-
-    def _open(self) -> ConsumerClient:
-        if self._state is ConsumerState.CLOSED:
-            raise ClosedError("this Consumer is closed; create a new one")
-        if self._client is None:
-            if self._verify_cluster:
-                from sdk.doctor import verify  # lazy: the admin client only when asked for
-
-                verify(self.profile, self.topics)
-                self._verify_cluster = False  # once per consumer, not at every run
-            if self.profile.group_protocol == "consumer":
-                # a broker without KIP-848 refuses the heartbeats forever: say so, at start
-                from sdk.doctor import CONSUMER_PROTOCOL, require_broker
-
-                require_broker(
-                    CONSUMER_PROTOCOL,
-                    self.profile.bootstrap_servers,
-                    self.profile.security,
-                    self.profile.extras,
-                )
-            self._client = subscribed_client(
-                self._factory, dict(self.profile.render()), self.topics, self._health, self
-            )
-            self._state = ConsumerState.OPEN
-        return self._client
 
     # ------------------------------------------------------------------ public loops
     def run(
@@ -244,7 +208,7 @@ class Consumer(HandlingLoop):
                 handled and returns. None (default): in the main thread, unless the
                 application has its own SIGTERM handler; True: always (main thread only);
                 False: never.
-            idle_timeout: Deprecated name of ``idle_timeout_s``.
+            idle_timeout: Deprecated name of ``idle_timeout_s``, removed in 0.3.
 
         Returns:
             The counters (cumulative over runs).
@@ -265,12 +229,12 @@ class Consumer(HandlingLoop):
         idle_s = renamed(
             "Consumer.run", "idle_timeout", idle_timeout, "idle_timeout_s", idle_timeout_s
         )
-        with self._running(handle_sigterm):
-            for messages in self._batches(max_records, idle_s):
+        with self._loop.running(handle_sigterm):
+            for messages in self._loop.batches(max_records, idle_s):
                 ahead = 0
                 if self._before_handle is not None:  # sdk.aio: one loop crossing per batch
                     ahead = self._before_handle(messages)
-                self._handle_each(handler, messages, ahead)
+                self._handling.each(handler, messages, ahead)
         return self.stats
 
     def run_batch(
@@ -298,9 +262,9 @@ class Consumer(HandlingLoop):
         idle_s = renamed(
             "Consumer.run_batch", "idle_timeout", idle_timeout, "idle_timeout_s", idle_timeout_s
         )
-        with self._running(handle_sigterm):
-            for messages in self._batches(max_records, idle_s):
-                self._handle_batch(handler, messages)
+        with self._loop.running(handle_sigterm):
+            for messages in self._loop.batches(max_records, idle_s):
+                self._handling.batch(handler, messages)
         return self.stats
 
     def records(
@@ -310,7 +274,7 @@ class Consumer(HandlingLoop):
         idle_timeout_s: float | None = None,
         handle_sigterm: bool = False,
         idle_timeout: float | None = None,
-    ) -> Iterator[ConsumerRecord]:
+    ) -> Generator[ConsumerRecord, None, None]:
         """Yield records; ``at_least_once`` stores an offset only once :meth:`ack` allows.
 
         ``at_most_once`` commits each polled batch before yielding its first record, so
@@ -331,15 +295,16 @@ class Consumer(HandlingLoop):
         idle_s = renamed(
             "Consumer.records", "idle_timeout", idle_timeout, "idle_timeout_s", idle_timeout_s
         )
-        with self._running(handle_sigterm):
-            for messages in self._batches(max_records, idle_s):
+        loop = self._loop
+        with loop.running(handle_sigterm):
+            for messages in loop.batches(max_records, idle_s):
                 for message in messages:
                     self._offsets.track(message)
                     record = self._failure.decode(message)
-                    self._in_flight -= 1
+                    loop.in_flight -= 1
                     if record is None:
                         self._offsets.ack(
-                            self._client, message.topic(), message.partition(), message.offset()
+                            loop.client, message.topic(), message.partition(), message.offset()
                         )
                     else:
                         yield record
@@ -354,9 +319,9 @@ class Consumer(HandlingLoop):
             ClosedError: The consumer is closed.
             KafkaClientError: Storing the offset failed.
         """
-        if self._state is ConsumerState.CLOSED:
+        if self._loop.state is Lifecycle.CLOSED:
             raise ClosedError("ack() after close(): the offset can no longer be stored")
-        self._offsets.ack(self._client, record.topic, record.partition, record.offset)
+        self._offsets.ack(self._loop.client, record.topic, record.partition, record.offset)
 
     def dead_letter(self, record: ConsumerRecord, error: BaseException) -> None:
         """Send a record to the dead-letter topic and wait for it (then :meth:`ack` it).
@@ -372,93 +337,3 @@ class Consumer(HandlingLoop):
             )
         self._failure.dlq.send(record.raw, error, attempts=0, stage="user")
         self.stats.dead_lettered += 1
-
-    # ------------------------------------------------------------------ the loop
-    @contextmanager
-    def _running(self, handle_sigterm: bool | None) -> Iterator[None]:
-        """Install the SIGTERM handler if asked; on the way out commit what was handled."""
-        with sigterm_stops(self.stop, handle_sigterm):
-            self._open()
-            failed = True
-            try:
-                yield
-                failed = False
-            finally:
-                self._finish_run(failed)
-
-    def _finish_run(self, failed: bool) -> None:
-        """Commit what the run handled (at_least_once); count what at_most_once abandoned."""
-        self._stop.clear()
-        if self._in_flight and self.guarantee is _AMO:
-            self.stats.abandoned += self._in_flight
-        self._in_flight = 0
-        client = self._client
-        if client is not None:
-            if failed:
-                try:
-                    self._offsets.commit_stored(client, "commit at the end of the run")
-                except SdkError as exc:  # don't mask the error that ended the run
-                    _log.warning("%s", exc)
-            else:
-                self._offsets.commit_stored(client, "commit at the end of the run")
-
-    def _batches(
-        self, max_records: int | None, idle_s: float | None
-    ) -> Iterator[list[KafkaMessage]]:
-        """Yield polled batches (at_most_once: each already committed)."""
-        client = self._open()
-        taken = 0
-        last = time.monotonic()
-        while not self._stop.is_set():
-            limit = self.profile.batch_size
-            if max_records is not None:
-                limit = min(limit, max_records - taken)
-                if limit <= 0:
-                    return
-            messages = self._poll(client, limit)
-            if not messages:
-                if idle_s is not None and self._health.idle_for(last) >= idle_s:
-                    self._health.raise_if_never_joined()
-                    return
-                continue
-            last = time.monotonic()
-            taken += len(messages)
-            self.stats.polled += len(messages)
-            polled = len(messages)
-            messages = self._offsets.before_handling(client, messages)
-            taken -= polled - len(messages)  # rewound or redelivered: not handed out
-            if not messages:
-                continue
-            self._in_flight = len(messages)
-            yield messages
-
-    def _poll(self, client: ConsumerClient, limit: int) -> list[KafkaMessage]:
-        return poll_records(
-            client, limit, self._poll_timeout, self._health, self.stats, self.topics
-        )
-
-    def _observed(self) -> Telemetry | None:
-        tel = self._telemetry
-        if tel is not None and (tel.tracing_enabled() or tel.metrics_enabled()):
-            return tel
-        return None
-
-    # ------------------------------------------------------------------ callbacks
-    def _on_assign(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None:
-        self._health.assigned()  # idle_timeout_s counts from here
-        self._assigned |= {(tp.topic, tp.partition) for tp in partitions}
-        self._offsets.on_assign(consumer, partitions)
-        if self._telemetry is not None:
-            self._telemetry.rebalance("assigned", len(partitions))
-
-    def _on_revoke(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None:
-        self._offsets.on_revoke(consumer, partitions)  # commits what was handled first
-        self._assigned -= {(tp.topic, tp.partition) for tp in partitions}
-        if self._telemetry is not None:
-            self._telemetry.rebalance("revoked", len(partitions))
-
-    def _on_lost(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None:
-        self._offsets.on_lost(consumer, partitions)
-        self._assigned -= {(tp.topic, tp.partition) for tp in partitions}
-        if self._telemetry is not None:
-            self._telemetry.rebalance("lost", len(partitions))

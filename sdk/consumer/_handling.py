@@ -1,24 +1,24 @@
-"""The Consumer's handling of a polled batch: per record (:meth:`run`) or as a batch.
+"""The Consumer's handling of a polled batch: per record (``run``) or as a batch.
 
-A mixin of :class:`~sdk.consumer.Consumer` (its own methods, kept apart to keep modules
-short). :meth:`HandlingLoop._handle_plain` is the hot path without telemetry.
+What the :class:`~sdk.consumer.Consumer` does with a batch the engine
+(:class:`~sdk.consumer._loop.ConsumeLoop`) polled and admitted; the offset keeper decides when
+it is committed. :meth:`RecordHandling._plain` is the hot path without telemetry.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 
 from sdk._client import ConsumerClient, KafkaMessage
 from sdk.consumer._commits import OffsetKeeper
 from sdk.consumer._failure import FailurePath
+from sdk.consumer._loop import ConsumeLoop
 from sdk.consumer._records import ConsumerRecord
-from sdk.observability import Telemetry
-from sdk.profiles import ConsumerProfile, Guarantee
+from sdk.profiles import Guarantee
 from sdk.records import handle_run
 
-__all__ = ["HandlingLoop"]
+__all__ = ["RecordHandling"]
 
 
 _ALO = Guarantee.AT_LEAST_ONCE
@@ -26,22 +26,29 @@ STORE_EVERY_S = 0.001
 """at_least_once, hot loop: the handled prefix is stored at least this often (handler time)."""
 
 
-class HandlingLoop:
-    """Mixin of :class:`~sdk.consumer.Consumer`: hand records to the handler, then store.
+class RecordHandling:
+    """Hand a batch's records to the handler (one by one, or at once), then store.
 
-    What it needs from the class is declared below (set by ``Consumer.__init__``).
+    Args:
+        loop: The Consumer's engine (client, stop, the batch in flight, telemetry).
+        failure: Decoding and the failure policy.
+        offsets: Where handled records' offsets go.
     """
 
-    profile: ConsumerProfile
-    guarantee: Guarantee
-    _failure: FailurePath
-    _stop: threading.Event
-    _in_flight: int
-    _client: ConsumerClient | None
-    _offsets: OffsetKeeper
-    _observed: Callable[[], Telemetry | None]
+    def __init__(
+        self,
+        loop: ConsumeLoop[ConsumerClient],
+        failure: FailurePath,
+        offsets: OffsetKeeper,
+        group_id: str,
+    ) -> None:
+        self._loop = loop
+        self._failure = failure
+        self._offsets = offsets
+        self.guarantee = offsets.guarantee
+        self._group = group_id
 
-    def _handle_each(
+    def each(
         self,
         handler: Callable[[ConsumerRecord], object],
         messages: list[KafkaMessage],
@@ -52,12 +59,12 @@ class HandlingLoop:
         ``ahead``: how many records (from the first) had their handler run already
         (``sdk.aio``); they are finished even after a stop.
         """
-        tel = self._observed()
+        tel = self._loop.observed()
         if tel is None:
-            self._handle_plain(handler, messages, ahead)
+            self._plain(handler, messages, ahead)
             return
         for message in messages:
-            if self._stop.is_set() and self.guarantee is _ALO:
+            if self._loop.stopped() and self.guarantee is _ALO:
                 return  # not stored: read again by the next run or the next owner
             if tel is None:
                 record = self._failure.decode(message)
@@ -69,7 +76,7 @@ class HandlingLoop:
                     message.partition(),
                     message.offset(),
                     message.key(),
-                    self.profile.group_id,
+                    self._group,
                     message.headers(),
                 ):
                     record = self._failure.decode(message)
@@ -77,7 +84,7 @@ class HandlingLoop:
                         self._failure.handle(handler, record, [message])
             self._done([message])  # stored per record: the commit timer sees every step
 
-    def _handle_plain(
+    def _plain(
         self,
         handler: Callable[[ConsumerRecord], object],
         messages: list[KafkaMessage],
@@ -101,8 +108,9 @@ class HandlingLoop:
         (the view, the handler's first attempt, the clock read) run in
         :func:`sdk.records.handle_run`, one tight loop shared with the Processor.
         """
-        failure, offsets, client = self._failure, self._offsets, self._client
-        raw, alo, stopped = failure.decoder.raw, self.guarantee is _ALO, self._stop.is_set
+        loop = self._loop
+        failure, offsets, client = self._failure, self._offsets, loop.client
+        raw, alo, stopped = failure.decoder.raw, self.guarantee is _ALO, loop.stopped
         store = alo and client is not None
         monotonic = time.monotonic
         last_store = monotonic()
@@ -155,11 +163,11 @@ class HandlingLoop:
                             return  # the rest is not stored: read again
         finally:
             failure.stats.handled += done - others
-            self._in_flight -= done
+            loop.in_flight -= done
             if store and done > stored:
                 offsets.handled(client, messages[stored:done])  # type: ignore[arg-type]
 
-    def _handle_batch(
+    def batch(
         self, handler: Callable[[list[ConsumerRecord]], object], messages: list[KafkaMessage]
     ) -> None:
         records: list[ConsumerRecord] = []
@@ -177,16 +185,17 @@ class HandlingLoop:
             self._failure.decode(message)  # applies the failure policy to the poison pill
             self._done([message])
         if records:
-            tel = self._observed()
+            tel = self._loop.observed()
             if tel is None:
                 self._failure.handle(handler, records, taken)
             else:
-                with tel.batch_process_span(taken, self.profile.group_id):
+                with tel.batch_process_span(taken, self._group):
                     self._failure.handle(handler, records, taken)
             self._done(taken)
 
     def _done(self, messages: list[KafkaMessage]) -> None:
         """The records are handled or dead-lettered: store their offsets (at_least_once)."""
-        self._in_flight -= len(messages)
-        if self._client is not None:
-            self._offsets.handled(self._client, messages)
+        loop = self._loop
+        loop.in_flight -= len(messages)
+        if loop.client is not None:
+            self._offsets.handled(loop.client, messages)

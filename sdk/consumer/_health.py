@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from contextlib import suppress
+from typing import Protocol
 
 from confluent_kafka import KafkaError, TopicPartition
 
-from sdk._client import ConsumerClient, KafkaMessage, call_kafka, consume_ready
+from sdk._client import ClientConfig, ConsumerClient, KafkaMessage, call_kafka, consume_ready
 from sdk._connection import BrokerContact
-from sdk.consumer._records import ConsumerStats
 from sdk.errors import (
     AuthenticationError,
     AuthorizationError,
@@ -25,6 +25,14 @@ from sdk.errors import (
 _log = logging.getLogger("sdk.consumer")
 
 __all__ = ["ClientHealth", "poll_records", "subscribed_client"]
+
+
+class EventNotes(Protocol):
+    """Where non-fatal client errors are noted (every front end's stats)."""
+
+    def note(self, event: str, /) -> None:
+        """Record an event line."""
+        ...
 
 
 class ClientHealth:
@@ -43,7 +51,7 @@ class ClientHealth:
         stats: The consumer's counters (non-fatal client errors are noted there).
     """
 
-    def __init__(self, stats: ConsumerStats) -> None:
+    def __init__(self, stats: EventNotes) -> None:
         self._stats = stats
         self.assigned_at: float | None = None
         self._last_error: KafkaClientError | None = None
@@ -108,7 +116,7 @@ def poll_records(
     limit: int,
     timeout_s: float,
     health: ClientHealth,
-    stats: ConsumerStats,
+    stats: EventNotes,
     topics: Sequence[str],
 ) -> list[KafkaMessage]:
     """One ``consume()``: the records, with error events translated (every consuming front end).
@@ -162,12 +170,14 @@ class RebalanceHandlers(Protocol):
 
 
 def subscribed_client(
-    factory: Callable[[dict[str, Any]], ConsumerClient] | None,
-    config: dict[str, Any],
+    factory: Callable[[ClientConfig], ConsumerClient] | None,
+    config: ClientConfig,
     topics: Sequence[str],
     health: ClientHealth,
     callbacks: RebalanceHandlers,
-) -> ConsumerClient:
+    *,
+    ready: Callable[[ConsumerClient], bool] | None = None,
+) -> ConsumerClient | None:
     """Create the consumer client (``confluent_kafka.Consumer`` by default) and subscribe.
 
     Args:
@@ -176,7 +186,9 @@ def subscribed_client(
             librdkafka's log goes to ``sdk.librdkafka``, repeats collapsed).
         topics: Topics to subscribe to.
         health: Receives the client's error events.
-        callbacks: Has ``_on_assign``, ``_on_revoke`` and ``_on_lost`` (the front end).
+        callbacks: Has ``_on_assign``, ``_on_revoke`` and ``_on_lost`` (the engine).
+        ready: Called with the new client before it subscribes; False (stopped while it
+            waited): the client is closed and None returned.
 
     Raises:
         ConfigurationError: librdkafka refused the configuration.
@@ -192,6 +204,10 @@ def subscribed_client(
         client = factory(config)
     except Exception as exc:  # KafkaException for a bad librdkafka key/value
         raise ConfigurationError(f"librdkafka refused the consumer configuration: {exc}") from exc
+    if ready is not None and not ready(client):
+        with suppress(Exception):
+            client.close()
+        return None
     client.subscribe(
         list(topics),
         on_assign=callbacks._on_assign,

@@ -5,13 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from sdk.lifecycle import Lifecycle
 from sdk.records import ConsumerRecord
 
 __all__ = [
     "BatchRecordHandler",
     "ConsumerRecord",
-    "ConsumerState",
     "ConsumerStats",
     "RecordHandler",
 ]
@@ -31,10 +29,6 @@ class BatchRecordHandler(Protocol):
     def __call__(self, records: list[ConsumerRecord], /) -> object:
         """Handle ``records`` in order; the return value is ignored."""
         ...
-
-
-ConsumerState = Lifecycle
-"""The Consumer's lifecycle, :class:`sdk.lifecycle.Lifecycle`: NEW, OPEN, CLOSED."""
 
 
 @dataclass

@@ -26,3 +26,9 @@ from sdk.consumer._failure import dead_letter_sink as dead_letter_sink
 from sdk.consumer._health import ClientHealth as ClientHealth
 from sdk.consumer._health import poll_records as poll_records
 from sdk.consumer._health import subscribed_client as subscribed_client
+from sdk.consumer._loop import Commits as Commits
+from sdk.consumer._loop import ConsumeLoop as ConsumeLoop
+from sdk.consumer._loop import GroupCommits as GroupCommits
+from sdk.consumer._loop import GroupSource as GroupSource
+from sdk.consumer._loop import LoopCounts as LoopCounts
+from sdk.consumer._loop import Source as Source

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from typing import Literal, overload
 
 from confluent_kafka import TopicPartition
@@ -40,8 +41,9 @@ from sdk.errors import (
     ConfigurationError,
     KafkaClientError,
     ProducerFencedError,
+    SdkError,
 )
-from sdk.observability import Outcome, Telemetry, TransactionSpan
+from sdk.observability import Telemetry, TransactionOutcome, TransactionSpan
 from sdk.producer import Producer
 from sdk.profiles import Guarantee, ProcessingProfile, ProducerProfile
 from sdk.records import OutputRecord, TransactionStats
@@ -263,6 +265,29 @@ class TransactionSession:
         self.flush()  # 2
         self.commit_only()  # 3
 
+    def abort_on_the_way_out(self, cause: BaseException) -> None:
+        """A run leaves on an exception: abort the open transaction now (bounded, once).
+
+        The caller's close would otherwise revoke the partitions, and a revoke commits the open
+        transaction: outputs of a half-handled record would be committed. A transaction that
+        is not open or whose client is stuck is left to the next epoch.
+        """
+        if not self.open or self.stuck:
+            return
+        bound = min(self.timeout_s, 5.0)
+        # librdkafka #4849: an abort sent while the transaction's AddPartitionsToTxn is still
+        # in flight (records produced a moment ago) is refused by the broker with a fatal
+        # INVALID_TXN_STATE; once the records are acknowledged, their partitions are in it
+        with suppress(SdkError):  # a failed record: the abort is still right
+            self.flush("flush before the abort on the way out", timeout=bound)
+        try:
+            self.abort(cause, timeout=bound, attempts=1)
+        except SdkError as exc:  # fenced or broken: the next epoch aborts it
+            self.stats.note(f"abort on the way out failed ({exc}); the next epoch aborts it")
+            return
+        self.stats.aborts += 1
+        self.stats.note(f"open transaction aborted on the way out ({type(cause).__name__})")
+
     def abort(
         self, cause: BaseException | None = None, timeout: float | None = None, attempts: int = 5
     ) -> None:
@@ -275,7 +300,9 @@ class TransactionSession:
         """
         self.output.abort(cause, timeout, attempts)
 
-    def recreate(self, outcome: Outcome = "aborted", cause: BaseException | None = None) -> None:
+    def recreate(
+        self, outcome: TransactionOutcome = "aborted", cause: BaseException | None = None
+    ) -> None:
         """Drop the client and start a new one with the same transactional.id (new epoch).
 
         Args:
@@ -291,7 +318,9 @@ class TransactionSession:
         self.stats.note("producer recreated")
         self.start()
 
-    def close(self, outcome: Outcome = "aborted", cause: BaseException | None = None) -> None:
+    def close(
+        self, outcome: TransactionOutcome = "aborted", cause: BaseException | None = None
+    ) -> None:
         """Drop the client without waiting (an open transaction is aborted by the next epoch).
 
         Args:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, TopicCollection
@@ -21,7 +21,7 @@ from confluent_kafka.admin._acl import AclBindingFilter, AclOperation, AclPermis
 from confluent_kafka.admin._config import ConfigResource, ConfigSource
 from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
 
-from sdk._client import admin_client, call_kafka, timeout_error, translating
+from sdk._client import ConfigMapping, admin_client, call_kafka, timeout_error, translating
 from sdk.doctor._facts import (
     AclEntry,
     BrokerNode,
@@ -79,9 +79,9 @@ class ClusterReader:
 
     def __init__(
         self,
-        config: Mapping[str, Any],
+        config: ConfigMapping,
         security: SecurityProfile,
-        extras: Mapping[str, Any],
+        extras: ConfigMapping,
         *,
         timeout_s: float,
     ) -> None:

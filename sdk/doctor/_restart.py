@@ -160,7 +160,7 @@ class RestartVerdict:
         }
 
 
-def _partition_dict(p: PartitionState) -> dict[str, Any]:
+def _partition_dict(p: PartitionState) -> dict[str, object]:
     return {
         "topic": p.topic,
         "partition": p.partition,

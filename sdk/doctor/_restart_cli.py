@@ -13,8 +13,8 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
 
+from sdk._client import ClientConfig
 from sdk.doctor._restart import (
     RestartVerdict,
     WaitProgress,
@@ -98,7 +98,7 @@ def run(argv: list[str]) -> int:
         return UNKNOWN
 
 
-def _connection(args: argparse.Namespace) -> dict[str, Any]:
+def _connection(args: argparse.Namespace) -> ClientConfig:
     if args.file:
         if args.bootstrap_servers:
             raise ConfigurationError(
@@ -117,14 +117,14 @@ def _connection(args: argparse.Namespace) -> dict[str, Any]:
     return {"bootstrap.servers": servers}
 
 
-def _restart_check(args: argparse.Namespace, target: dict[str, Any]) -> int:
+def _restart_check(args: argparse.Namespace, target: ClientConfig) -> int:
     admin = admin_client(target)
     if not args.wait:
         verdict = restart_check(admin, args.broker, timeout_s=args.timeout_s or 30.0)
         _emit_verdict(args, verdict)
         return SAFE if verdict.safe else UNSAFE
     seen: list[WaitProgress] = []
-    printed: dict[str, Any] = {"line": "", "at": 0.0}
+    printed: dict[str, str | float] = {"line": "", "at": 0.0}
 
     def progress(step: WaitProgress) -> None:
         seen.append(step)
@@ -151,7 +151,7 @@ def _restart_check(args: argparse.Namespace, target: dict[str, Any]) -> int:
     return SAFE
 
 
-def _preferred_leaders(args: argparse.Namespace, target: dict[str, Any]) -> int:
+def _preferred_leaders(args: argparse.Namespace, target: ClientConfig) -> int:
     admin = admin_client(target)
     timeout_s = args.timeout_s or 30.0
     before = preferred_leaders(admin, timeout_s=timeout_s)
@@ -163,7 +163,7 @@ def _preferred_leaders(args: argparse.Namespace, target: dict[str, Any]) -> int:
         )
         after = preferred_leaders(admin, timeout_s=timeout_s)
     if args.json:
-        out: dict[str, Any] = {"not_preferred": [_leader_dict(p) for p in after]}
+        out: dict[str, object] = {"not_preferred": [_leader_dict(p) for p in after]}
         if elected is not None:
             out["elected"] = [r._asdict() for r in elected]
             out["not_preferred_before"] = [_leader_dict(p) for p in before]
@@ -187,7 +187,7 @@ def _preferred_leaders(args: argparse.Namespace, target: dict[str, Any]) -> int:
     return UNSAFE
 
 
-def _leader_dict(p: PartitionState) -> dict[str, Any]:
+def _leader_dict(p: PartitionState) -> dict[str, object]:
     return {
         "topic": p.topic,
         "partition": p.partition,

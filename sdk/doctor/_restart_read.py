@@ -20,7 +20,14 @@ from typing import Any, TypeAlias
 from confluent_kafka.admin._config import ConfigResource, ConfigSource
 from confluent_kafka.admin._resource import ResourceType
 
-from sdk._client import AdminApi, admin_config, timeout_error, translating
+from sdk._client import (
+    AdminApi,
+    ClientConfig,
+    ConfigMapping,
+    admin_config,
+    timeout_error,
+    translating,
+)
 from sdk._client import admin_client as new_admin_client
 from sdk.errors import (
     AuthorizationError,
@@ -41,7 +48,7 @@ __all__ = [
 
 _log = logging.getLogger("sdk.doctor")
 
-AdminTarget: TypeAlias = "AdminApi | str | Mapping[str, Any]"
+AdminTarget: TypeAlias = "AdminApi | str | ConfigMapping"
 """An ``AdminClient``, bootstrap servers, or a librdkafka config for one."""
 
 
@@ -109,7 +116,7 @@ class ClusterState:
         return frozenset(r for p in self.partitions for r in p.replicas)
 
 
-def admin_config_from_profile(path: str, profile: str | None) -> dict[str, Any]:
+def admin_config_from_profile(path: str, profile: str | None) -> ClientConfig:
     """The admin connection settings of a profile: bootstrap servers and security only.
 
     Rendered as the profile checks render them (:func:`sdk._admin.admin_config`: the
@@ -167,7 +174,7 @@ def admin_client(target: AdminTarget) -> AdminApi:
     if isinstance(target, str):
         if not target.strip():
             raise ConfigurationError("no bootstrap servers given", field="bootstrap_servers")
-        config: dict[str, Any] = {"bootstrap.servers": target}
+        config: ClientConfig = {"bootstrap.servers": target}
     elif isinstance(target, Mapping):
         config = dict(target)
     else:

@@ -6,15 +6,15 @@ from collections.abc import Mapping, Sequence
 
 from opentelemetry.propagators.textmap import Getter, Setter
 
-__all__ = ["HeaderList", "Headers", "HeadersGetter", "HeadersSetter", "as_header_list"]
+__all__ = ["HeaderList", "HeadersGetter", "HeadersLike", "HeadersSetter", "as_header_list"]
 
 HeaderValue = bytes | str | None
 HeaderList = list[tuple[str, HeaderValue]]
-Headers = Sequence[tuple[str, HeaderValue]] | Mapping[str, HeaderValue] | None
+HeadersLike = Sequence[tuple[str, HeaderValue]] | Mapping[str, HeaderValue] | None
 """Headers as confluent-kafka takes them (list of pairs or dict) or returns them (list/None)."""
 
 
-def as_header_list(headers: Headers) -> HeaderList:
+def as_header_list(headers: HeadersLike) -> HeaderList:
     """Copy ``headers`` (pairs, dict or None) into a new list of ``(name, value)`` pairs."""
     if headers is None:
         return []

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
 
 from pydantic import SecretStr
 
@@ -34,13 +33,13 @@ def is_secret_key(key: str) -> bool:
     return any(part in lowered for part in _SECRET_PARTS)
 
 
-def redact(config: Mapping[str, Any]) -> dict[str, Any]:
+def redact(config: Mapping[str, object]) -> dict[str, object]:
     """Copy a librdkafka configuration for logging, with every secret replaced by ``***``.
 
     Secret keys (:func:`is_secret_key`) and any ``SecretStr`` value are redacted; callables
     (``stats_cb``, ``on_delivery``...) are shown by name only.
     """
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, value in config.items():
         if isinstance(value, SecretStr) or is_secret_key(str(key)):
             out[key] = REDACTED

@@ -28,8 +28,8 @@ from sdk.observability import _conventions as c
 from sdk.observability._events import RECHECK_S, MetricHooks, attributes
 from sdk.observability._headers import (
     HeaderList,
-    Headers,
     HeadersGetter,
+    HeadersLike,
     HeadersSetter,
     as_header_list,
 )
@@ -150,7 +150,7 @@ class Telemetry(MetricHooks):
             self._fields_of = textmap
         return self._fields_cache
 
-    def inject(self, headers: Headers = None, context: Context | None = None) -> HeaderList:
+    def inject(self, headers: HeadersLike = None, context: Context | None = None) -> HeaderList:
         """Return a copy of ``headers`` with the trace context (``traceparent``...) written in.
 
         Existing propagation headers are replaced, other headers kept in order. With no active
@@ -171,7 +171,7 @@ class Telemetry(MetricHooks):
         self._textmap().inject(out, context=context, setter=_SETTER)
         return out
 
-    def extract(self, headers: Headers) -> Context:
+    def extract(self, headers: HeadersLike) -> Context:
         """Return the context carried by record ``headers`` (an empty one if none)."""
         return self._textmap().extract(as_header_list(headers), getter=_GETTER)
 
@@ -231,7 +231,7 @@ class Telemetry(MetricHooks):
         offset: int,
         key: bytes | str | None = None,
         group: str | None = None,
-        headers: Headers = None,
+        headers: HeadersLike = None,
         *,
         transaction: TransactionSpan | None = None,
     ) -> AbstractContextManager[Span]:
@@ -266,7 +266,7 @@ class Telemetry(MetricHooks):
         offset: int,
         key: bytes | str | None,
         group: str | None,
-        headers: Headers,
+        headers: HeadersLike,
         transaction: TransactionSpan | None,
     ) -> Iterator[Span]:
         attrs: dict[str, AttributeValue] = {

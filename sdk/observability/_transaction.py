@@ -14,12 +14,12 @@ from sdk.observability import _conventions as c
 if TYPE_CHECKING:
     from sdk.observability._metrics import Instruments
 
-__all__ = ["Counter", "Outcome", "TransactionSpan"]
+__all__ = ["Counter", "TransactionOutcome", "TransactionSpan"]
 
-Outcome = Literal["committed", "aborted", "unknown"]
+TransactionOutcome = Literal["committed", "aborted", "unknown"]
 """``unknown``: the commit/abort timed out (ambiguous) or the span ended without an outcome."""
 
-OUTCOMES: tuple[str, ...] = get_args(Outcome)
+OUTCOMES: tuple[str, ...] = get_args(TransactionOutcome)
 _log = logging.getLogger("sdk.observability")
 
 
@@ -61,7 +61,7 @@ class TransactionSpan:
         # emitters whose own count of outputs is part of records (count_from)
         self._counters: list[Counter] = []
         self.input_records = 0
-        self.outcome: Outcome | None = None
+        self.outcome: TransactionOutcome | None = None
         self._started = time.monotonic()
 
     @property
@@ -103,7 +103,7 @@ class TransactionSpan:
 
     def set_outcome(
         self,
-        outcome: Outcome,
+        outcome: TransactionOutcome,
         *,
         records: int | None = None,
         input_records: int | None = None,
@@ -118,7 +118,7 @@ class TransactionSpan:
 
     def end(
         self,
-        outcome: Outcome,
+        outcome: TransactionOutcome,
         *,
         records: int | None = None,
         input_records: int | None = None,
@@ -133,7 +133,7 @@ class TransactionSpan:
             error: The error that caused an abort (sets ``error.type`` and the span status).
 
         Raises:
-            ValueError: ``outcome`` is not one of :data:`Outcome`.
+            ValueError: ``outcome`` is not one of :data:`TransactionOutcome`.
         """
         if outcome not in OUTCOMES:
             raise ValueError(f"outcome {outcome!r}: valid: {', '.join(OUTCOMES)}")

@@ -15,10 +15,9 @@ Attach the producer (:meth:`PartitionRouter.attach`) so the refresh goes through
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from sdk._client import admin_client, translating
+from sdk._client import ConfigMapping, admin_client, translating
 from sdk._deprecation import renamed_default
 from sdk.errors import ConfigurationError, SdkError, UnknownTopicError, from_kafka_error
 from sdk.partitioners._protocol import BatchAware, Partitioner, TopicPartitioner
@@ -62,8 +61,8 @@ class PartitionRouter:
         metadata_max_age_s: Seconds a cached partition count is trusted (librdkafka's
             ``topic.metadata.refresh.interval.ms`` is 300 s; the default here is 30 s).
         metadata_timeout_s: Seconds one metadata request may take.
-        metadata_max_age: Deprecated name of ``metadata_max_age_s``.
-        metadata_timeout: Deprecated name of ``metadata_timeout_s``.
+        metadata_max_age: Deprecated name of ``metadata_max_age_s``, removed in 0.3.
+        metadata_timeout: Deprecated name of ``metadata_timeout_s``, removed in 0.3.
 
     Raises:
         ConfigurationError: Unknown partitioner name or non-positive intervals.
@@ -72,7 +71,7 @@ class PartitionRouter:
     def __init__(
         self,
         partitioner: str | Partitioner,
-        config: Mapping[str, Any],
+        config: ConfigMapping,
         *,
         metadata_client: MetadataClient | None = None,
         metadata_max_age_s: float = 30.0,

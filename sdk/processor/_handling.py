@@ -1,7 +1,8 @@
-"""The Processor's handling loop: a polled batch through the handler into the session.
+"""The Processor's handling: a polled batch through the handler into the session.
 
-A mixin of :class:`~sdk.processor.Processor` (its own methods, kept apart to keep modules
-short). :meth:`HandlingLoop._handle_records` is the hot path of a per-record handler without
+What the :class:`~sdk.processor.Processor` does with a batch the engine polled and admitted;
+:class:`~sdk.processor._commits.TransactionCommits` decides when it is committed.
+:meth:`TransactionHandling._handle_records` is the hot path of a per-record handler without
 tracing: the handler's first attempt inline, no per-record span or poll.
 """
 
@@ -13,11 +14,19 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, TypeVar
 
 from sdk._client import KafkaMessage
+from sdk.consumer.engine import RecordDecoder
 from sdk.core.session import TransactionSession
-from sdk.errors import HandlerError, KafkaClientError
+from sdk.errors import HandlerError, KafkaClientError, SerializationError
 from sdk.failure import HandlerRunner, dead_letter
 from sdk.observability import Telemetry
-from sdk.processor._records import BatchHandler, Handler, OutputRecord, ProcessorStats
+from sdk.processor._commits import TransactionCommits
+from sdk.processor._records import (
+    BatchHandler,
+    Handler,
+    OutputRecord,
+    ProcessorStats,
+    chosen_handler,
+)
 from sdk.profiles import Guarantee, ProcessingProfile
 from sdk.records import ConsumerRecord, handle_run, last_positions, view
 
@@ -27,36 +36,66 @@ if TYPE_CHECKING:
 A = TypeVar("A")
 """What a handler takes: a record, or a batch of them."""
 
-__all__ = ["HandlingLoop"]
+__all__ = ["TransactionHandling"]
 
 _EOS = Guarantee.EXACTLY_ONCE
 
 
-class HandlingLoop:
-    """Mixin of :class:`~sdk.processor.Processor`: handle a batch, produce its outputs.
+class TransactionHandling:
+    """Run the handler on a batch and queue its outputs in the session.
 
-    What it needs from the class is declared below (set by ``Processor.__init__``).
+    Args:
+        profile: The processing profile.
+        stats: The Processor's counters.
+        telemetry: Spans and metrics.
+        txn: The session the outputs go through.
+        runner: The failure policy's retries.
+        commits: The pending work (positions, count) and the commit points.
+        decoder: The key and value deserializers; None: the handler gets bytes (the hot
+            path).
+        handler: The handler the (deprecated) constructor got, if any.
+        batch_handler: Same, for a batch handler.
     """
 
-    profile: ProcessingProfile
-    guarantee: Guarantee
-    stats: ProcessorStats
-    _handler: Handler | None
-    _batch_handler: BatchHandler | None
-    _tel: Telemetry
-    _txn: TransactionSession
-    _runner: HandlerRunner
-    _group: str
-    _positions: dict[tuple[str, int], int]
-    _pending: int
-    _last_commit: float
-    _due: Callable[[], bool]
-    _commit_or_recover: Callable[[], bool]
-    _recover: Callable[[KafkaClientError], None]
-    _abort_and_rewind: Callable[..., None]
+    def __init__(
+        self,
+        profile: ProcessingProfile,
+        stats: ProcessorStats,
+        telemetry: Telemetry,
+        txn: TransactionSession,
+        runner: HandlerRunner,
+        commits: TransactionCommits,
+        decoder: RecordDecoder | None = None,
+        handler: Handler | None = None,
+        batch_handler: BatchHandler | None = None,
+    ) -> None:
+        self.profile = profile
+        self.guarantee = profile.guarantee
+        self.stats = stats
+        self._tel = telemetry
+        self._txn = txn
+        self._runner = runner
+        self._commits = commits
+        self._decoder = decoder
+        self._group = profile.consumer.group_id
+        self._handler = handler
+        self._batch_handler = batch_handler
 
-    def _handle(self, records: list[KafkaMessage]) -> None:
-        if self._batch_handler is not None:
+    def use(self, handler: Handler | None, batch_handler: BatchHandler | None) -> None:
+        """Take the handler of a run (or keep the one the deprecated constructor got).
+
+        Raises:
+            ConfigurationError: No handler at all, or one here and one in the constructor.
+        """
+        self._handler, self._batch_handler = chosen_handler(
+            handler, batch_handler, self._handler, self._batch_handler
+        )
+
+    def handle(self, records: list[KafkaMessage]) -> None:
+        """Handle an admitted batch: outputs queued, positions marked, commits when due."""
+        if self._decoder is not None:
+            self._handle_decoded(records, self._decoder)
+        elif self._batch_handler is not None:
             batch = [view(ConsumerRecord, m) for m in records]
             self._handle_unit(batch, self._batch_handler, records)
         elif self._tel.tracing_enabled():
@@ -68,7 +107,64 @@ class HandlingLoop:
         except KafkaClientError as exc:
             if self.guarantee is not _EOS:
                 raise
-            self._recover(exc)
+            self._commits.recover(exc)
+
+    def _handle_decoded(self, records: list[KafkaMessage], decoder: RecordDecoder) -> None:
+        """Deserialized records: a poison pill goes through the failure policy in order.
+
+        Its dead-letter record is an output of the same transaction, so it is committed with
+        the offsets around it (or not at all); with ``on_failure="stop"`` the run stops as it
+        does for a handler that failed every attempt.
+        """
+        batch_handler, commits = self._batch_handler, self._commits
+        decoded: list[ConsumerRecord] = []
+        taken: list[KafkaMessage] = []
+        for i, msg in enumerate(records):
+            try:
+                record = decoder.decode(msg)
+            except SerializationError as exc:
+                # the records before it first: offsets stay in order
+                if decoded and batch_handler is not None:
+                    if not self._handle_unit(decoded, batch_handler, taken):
+                        return
+                    decoded, taken = [], []
+                if not self._poison(exc, msg):
+                    return
+            else:
+                if batch_handler is not None:
+                    decoded.append(record)
+                    taken.append(msg)
+                    continue
+                assert self._handler is not None
+                if not self._handle_unit(record, self._handler, [msg]):
+                    return  # rewound: the rest of the batch is re-read
+            more = i + 1 < len(records)
+            if batch_handler is None and more and commits.due() and not commits.commit_or_recover():
+                return
+        if decoded and batch_handler is not None:
+            self._handle_unit(decoded, batch_handler, taken)
+
+    def _poison(self, exc: SerializationError, msg: KafkaMessage) -> bool:
+        """A record that cannot be deserialized: dead-lettered in the transaction, or stop.
+
+        Raises:
+            SerializationError: ``on_failure="stop"`` or no dead-letter topic (after the
+                commit of what came before, or the abort, as for a failed handler).
+        """
+        self.stats.deserialization_failures += 1
+        failure = self.profile.consumer.failure
+        if failure.on_failure == "stop" or failure.dlq_topic is None:
+            self.stats.note(f"record cannot be deserialized, stopping: {exc}")
+            if self.guarantee is _EOS:
+                self._commits.abort_and_rewind(cause=exc)
+            else:
+                self._commits.commit_or_recover()
+            raise exc
+        topic = failure.dlq_topic
+        self.stats.dead_lettered += 1
+        self._tel.dead_lettered(msg.topic(), topic, error_type=type(exc.__cause__ or exc).__name__)
+        out = dead_letter(msg, topic, exc, attempts=0, stage="deserialize")
+        return self._handle_unit(msg, lambda _m: [out], [msg])
 
     def _handle_traced(self, records: list[KafkaMessage]) -> None:
         """Per-record handler with a ``process`` span per record."""
@@ -78,7 +174,11 @@ class HandlingLoop:
             # the Consumer's record type: handlers of both read record.value, record.raw, ...
             if not self._handle_unit(view(ConsumerRecord, msg), handler, [msg]):
                 return  # rewound: the rest of the batch is re-read
-            if self._due() and i + 1 < len(records) and not self._commit_or_recover():
+            if (
+                self._commits.due()
+                and i + 1 < len(records)
+                and not self._commits.commit_or_recover()
+            ):
                 return
 
     def _handle_records(self, records: list[KafkaMessage]) -> None:
@@ -93,7 +193,7 @@ class HandlingLoop:
         """
         handler = self._handler
         assert handler is not None
-        txn, stats = self._txn, self.stats
+        txn, stats, commits = self._txn, self.stats, self._commits
         eos = self.guarantee is _EOS
         limit = self.profile.max_records_per_transaction
         interval_s = self.profile.commit_interval_ms / 1000.0
@@ -104,13 +204,13 @@ class HandlingLoop:
                 try:
                     txn.begin()
                 except KafkaClientError as exc:
-                    self._recover(exc)
+                    self._commits.recover(exc)
                     return
-            span, start, due_at = txn.span, i, self._last_commit + interval_s
+            span, start, due_at = txn.span, i, commits.last_commit + interval_s
             emit, produced = txn.emitter(), 0
             # records[marked:i] are handled but not yet in the positions and the pending
             # count: those are brought up to date once per run of records, not per record
-            marked, room = i, limit - self._pending
+            marked, room = i, limit - commits.pending
             rewound = False  # the recovery below rewinds: nothing of this run is kept then
             try:
                 while True:
@@ -126,8 +226,8 @@ class HandlingLoop:
                     if record is None or not isinstance(error, Exception):
                         raise error  # the view, emit or the clock; KeyboardInterrupt and such
                     # the policy may commit (on_failure="stop"): the records before count
-                    self._mark(records, marked, i)
-                    marked, room = i, limit - self._pending
+                    commits.mark(records, marked, i)
+                    marked, room = i, limit - commits.pending
                     for out in self._retry_or_fail(handler, record, error):
                         emit(out)
                         produced += 1
@@ -140,25 +240,19 @@ class HandlingLoop:
                 if not eos:
                     raise
                 rewound = True
-                self._recover(exc)  # what this transaction handled is read again
+                self._commits.recover(exc)  # what this transaction handled is read again
                 return
             finally:
                 # also on the way out through an exception: a revoke then commits what was
                 # handled (at_least_once), as when positions were kept per record
                 if not rewound:
-                    self._mark(records, marked, i)
+                    commits.mark(records, marked, i)
                 stats.records_in += i - start
                 stats.records_out += produced
                 if span is not None:
                     span.add_input(i - start)
-            if i < n and not self._commit_or_recover():
+            if i < n and not self._commits.commit_or_recover():
                 return
-
-    def _mark(self, records: list[KafkaMessage], start: int, stop: int) -> None:
-        """``records[start:stop]`` were handled: their next offsets, their pending count."""
-        if stop > start:
-            last_positions(records[start:stop], self._positions)
-            self._pending += stop - start
 
     def _retry_or_fail(
         self, handler: Handler, record: ConsumerRecord, first: Exception
@@ -180,9 +274,9 @@ class HandlingLoop:
         if failure.on_failure == "stop" or failure.dlq_topic is None:
             self.stats.note(f"handler failed, stopping: {exc}")
             if self.guarantee is _EOS:
-                self._abort_and_rewind(cause=exc)
+                self._commits.abort_and_rewind(cause=exc)
             else:
-                self._commit_or_recover()
+                self._commits.commit_or_recover()
             raise exc
         outputs = [
             dead_letter(m, failure.dlq_topic, exc, attempts=exc.attempts, stage="handler")
@@ -202,7 +296,7 @@ class HandlingLoop:
             try:
                 self._txn.begin()
             except KafkaClientError as exc:
-                self._recover(exc)
+                self._commits.recover(exc)
                 return False
         with self._process_span(arg, msgs):
             try:
@@ -217,11 +311,11 @@ class HandlingLoop:
                 # seam classified that as abortable
                 if self.guarantee is not _EOS:
                     raise
-                self._recover(exc)
+                self._commits.recover(exc)
                 return False
-        last_positions(msgs, self._positions)
+        last_positions(msgs, self._commits.positions)
         self.stats.records_in += len(msgs)
-        self._pending += len(msgs)
+        self._commits.pending += len(msgs)
         if self._txn.span is not None:
             self._txn.span.add_input(len(msgs))
         return True

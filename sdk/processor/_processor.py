@@ -3,42 +3,36 @@
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from confluent_kafka import Consumer as _ConsumerClient
-from confluent_kafka import TopicPartition
 
-from sdk._client import ConsumerClient, KafkaMessage, ProducerClient, call_kafka, consume_ready
-from sdk._connection import BrokerContact
+from sdk._client import ConsumerClient, KafkaMessage, ProducerClient
 from sdk._deprecation import moved, renamed
-from sdk._signals import sigterm_stops
-from sdk.consumer.engine import HandledMarks, commit_before_handling, member_id
+from sdk.consumer.engine import ConsumeLoop, GroupSource, RecordDecoder
 from sdk.core.session import TransactionSession, transactional_id_for
 from sdk.errors import (
     ClosedError,
     ConfigurationError,
-    KafkaClientError,
-    KafkaTimeoutError,
     SdkError,
-    from_kafka_error,
 )
 from sdk.failure import HandlerRunner
+from sdk.lifecycle import Lifecycle
 from sdk.observability import Telemetry, get_logger, redact
 from sdk.partitioners import Partitioner
-from sdk.processor._handling import HandlingLoop
-from sdk.processor._positions import counting, rewind_to_committed
+from sdk.processor._commits import TransactionCommits
+from sdk.processor._handling import TransactionHandling
 from sdk.processor._progress import Progress, ProgressTracker
 from sdk.processor._records import (
     BatchHandler,
     Handler,
-    ProcessorState,
     ProcessorStats,
 )
 from sdk.producer import Producer
 from sdk.profiles import Guarantee, ProcessingProfile
+from sdk.serialization import Deserializer
 
 __all__ = ["Processor"]
 
@@ -47,7 +41,7 @@ _EOS = Guarantee.EXACTLY_ONCE
 _ALO = Guarantee.AT_LEAST_ONCE
 
 
-class Processor(HandlingLoop):
+class Processor:
     """Consume → handle → produce, under the guarantee of a :class:`ProcessingProfile`.
 
     * ``exactly_once``: one transactional producer per instance. Outputs and input offsets are
@@ -65,14 +59,18 @@ class Processor(HandlingLoop):
     Args:
         profile: The processing profile (guarantee, consumer, producer, commit cadence).
         input_topics: Topics to subscribe to.
-        handler: Deprecated: give the handler to :meth:`run`.
-        batch_handler: Deprecated: give the batch handler to :meth:`run_batch`.
+        handler: Deprecated, removed in 0.3: give the handler to :meth:`run`.
+        batch_handler: Deprecated, removed in 0.3: give the batch handler to :meth:`run_batch`.
         transactional_id: Concrete transactional.id (overrides the profile's).
         instance_id: Stable id of this instance, appended to the profile's
             ``transactional_id_prefix``. It must survive restarts: a restarted instance with the
             same id fences its predecessor (``init_transactions``) and aborts its open
             transaction; a fresh random id would leave that transaction open until it times out,
             blocking read_committed readers of the output partitions.
+        key_deserializer: Name (``bytes``, ``str``, ``json``) or callable, as the Consumer's:
+            the handler's ``record.key``. A record that cannot be deserialized goes through
+            ``failure`` (its dead-letter record is an output of the same transaction).
+        value_deserializer: Same, for ``record.value``.
         on_fenced: ``"raise"`` (default) closes the producer and raises ProducerFencedError;
             ``"recreate"`` makes a new producer (new epoch), rewinds and continues.
         poll_timeout_s: How long one consume() waits for records.
@@ -105,6 +103,8 @@ class Processor(HandlingLoop):
         batch_handler: BatchHandler | None = None,
         transactional_id: str | None = None,
         instance_id: str | None = None,
+        key_deserializer: str | Deserializer = "bytes",
+        value_deserializer: str | Deserializer = "bytes",
         on_fenced: Literal["raise", "recreate"] = "raise",
         poll_timeout_s: float = 0.1,
         partitioner: str | Partitioner | None = None,
@@ -125,11 +125,7 @@ class Processor(HandlingLoop):
         self.profile = profile
         self.guarantee = profile.guarantee
         self.topics = list(input_topics)
-        self._handler = handler
-        self._batch_handler = batch_handler
-        self._on_fenced = on_fenced
         self._poll_timeout = poll_timeout_s
-        self._consumer_factory = consumer_factory
         self._tel = tel = (
             Telemetry.disabled() if telemetry is False else (telemetry or Telemetry.default())
         )
@@ -138,18 +134,10 @@ class Processor(HandlingLoop):
             profile.consumer.failure, on_retry=lambda: tel.retry("handler")
         )
         self.stats = ProcessorStats()
-        self.state = ProcessorState.CREATED
-        self._stop = threading.Event()
-        self._consumer: Any = None
-        self._positions: dict[tuple[str, int], int] = {}
-        self._pending = 0
-        self._last_commit = time.monotonic()
-        self._callback_error: BaseException | None = None
+        self.state = Lifecycle.NEW
         # sdk.aio: called with each polled batch right before its records are handled (after
         # the at-most-once commit), to run the batch's async handlers in one loop crossing
         self._before_handle: Callable[[list[KafkaMessage]], object] | None = None
-        self._member: str | None = None  # group member id that received the assignment
-        self._handled_marks = HandledMarks()  # at_most_once: positions committed before handling
         self._progress = ProgressTracker(on_progress, lambda: self.stats.records_in)
         self.transactional_id = transactional_id_for(profile, transactional_id, instance_id)
         # every output goes through the SDK Producer: the profile's partitioner places keys
@@ -164,8 +152,48 @@ class Processor(HandlingLoop):
             client_factory=producer_factory,
         )
         self._txn = TransactionSession(self._producer, stats=self.stats, telemetry=tel)
-        self._timeout_s = self._txn.timeout_s
-        self._verify_cluster = verify_cluster
+        self._commits = TransactionCommits(
+            profile, self.stats, self._txn, tel, self._progress, on_fenced, lambda: self._consumer
+        )
+        decoder = RecordDecoder(key_deserializer, value_deserializer)
+        self._handling = TransactionHandling(
+            profile,
+            self.stats,
+            tel,
+            self._txn,
+            self._runner,
+            self._commits,
+            None if decoder.raw else decoder,  # bytes in: the hot path, no decoding step
+            handler,
+            batch_handler,
+        )
+        source = GroupSource(
+            profile.consumer,
+            self.topics,
+            self.stats,
+            self._commits,
+            client_factory=consumer_factory,
+            telemetry=tel,
+            configure=self._configure,
+            # exactly_once: init_transactions fences older epochs first; before it (every
+            # guarantee) a broker must answer: BrokerUnreachableError names the address if
+            # none does, and a stop request (Ctrl-C) ends the wait
+            ready=lambda _: self._txn.start(stopped=self._engine.stopped),
+        )
+        self._engine = ConsumeLoop(
+            source,
+            self._commits,
+            name="Processor",
+            batch_size=profile.consumer.batch_size,
+            poll_timeout_s=poll_timeout_s,
+            telemetry=tel,
+            verify=(profile, self.topics) if verify_cluster else None,
+        )
+
+    @property
+    def _consumer(self) -> ConsumerClient | None:
+        """The consumer client (None before the run and after close)."""
+        return self._engine.client
 
     @property
     def assignment(self) -> list[tuple[str, int]]:
@@ -186,18 +214,15 @@ class Processor(HandlingLoop):
 
     def stop(self) -> None:
         """Ask :meth:`run` to commit what it has and return (thread- and signal-safe)."""
-        self._stop.set()
+        self._engine.stop()
 
     def close(self) -> None:
         """Stop, commit or abort the open work, and close both clients (idempotent)."""
-        self._stop.set()
-        if self.state is ProcessorState.CLOSED:
+        self._engine.stop()
+        if self.state is Lifecycle.CLOSED:
             return
-        self.state = ProcessorState.CLOSED
-        if self._consumer is not None:
-            with contextlib.suppress(Exception):
-                self._consumer.close()
-            self._consumer = None
+        self.state = Lifecycle.CLOSED
+        self._engine.close()
         if self._producer._client is not None and not self._txn.open:
             with contextlib.suppress(SdkError):  # a fenced producer has nothing to flush
                 self._txn.flush("flush on close")
@@ -227,7 +252,7 @@ class Processor(HandlingLoop):
                 :meth:`sdk.consumer.Consumer.run`: the loop commits what it handled and
                 returns. None (default): in the main thread, unless the application has its
                 own SIGTERM handler; True: always (main thread only); False: never.
-            max_seconds: Deprecated name of ``max_duration_s``.
+            max_seconds: Deprecated name of ``max_duration_s``, removed in 0.3.
 
         Returns:
             The counters.
@@ -262,7 +287,7 @@ class Processor(HandlingLoop):
             handler: ``list of ConsumerRecord -> iterable of OutputRecord`` (or None).
             max_duration_s: See :meth:`run`.
             handle_sigterm: See :meth:`run`.
-            max_seconds: Deprecated name of ``max_duration_s``.
+            max_seconds: Deprecated name of ``max_duration_s``, removed in 0.3.
 
         Raises:
             ClosedError: See :meth:`run`.
@@ -283,80 +308,37 @@ class Processor(HandlingLoop):
         max_duration_s: float | None,
         handle_sigterm: bool | None,
     ) -> ProcessorStats:
-        if self.state is ProcessorState.CLOSED:
+        if self.state is Lifecycle.CLOSED:
             raise ClosedError("Processor.run() after close()")
-        self._use(handler, batch_handler)
+        self._handling.use(handler, batch_handler)
         deadline = None if max_duration_s is None else time.monotonic() + max_duration_s
-        with sigterm_stops(self.stop, handle_sigterm):
-            self.state = ProcessorState.RUNNING
-            self._loop(deadline)
+        try:
+            with self._engine.running(handle_sigterm) as client:
+                if client is not None:  # None: stopped while waiting for a broker
+                    self._loop(deadline)
+        finally:
+            self.close()
         return self.stats
 
-    def _use(self, handler: Handler | None, batch_handler: BatchHandler | None) -> None:
-        """Take the handler of this run (or keep the one the deprecated constructor got).
-
-        Raises:
-            ConfigurationError: No handler at all, or one here and one in the constructor.
-        """
-        given = handler is not None or batch_handler is not None
-        kept = self._handler is not None or self._batch_handler is not None
-        if given and kept:
-            raise ConfigurationError(
-                "handler: given to both Processor() and run(); give it to run() only",
-                field="handler",
-            )
-        if not given and not kept:
-            raise ConfigurationError(
-                "handler: give the handler to run(handler) (or run_batch(handler))",
-                field="handler",
-            )
-        if given:
-            self._handler, self._batch_handler = handler, batch_handler
-
     def _loop(self, deadline: float | None) -> None:
+        self.state = Lifecycle.RUNNING
+        stopped = self._engine.stopped
         try:
-            self._start()
-            while not self._stop.is_set():
+            while not stopped():
                 if deadline is not None and time.monotonic() >= deadline:
                     break
                 self._step()
-            self.state = ProcessorState.STOPPING
-            self._commit_or_recover()
         except BaseException as exc:
-            self._abort_open(exc)
+            self._commits.abort_open(exc)
             raise
-        finally:
-            self.close()
-
-    def _abort_open(self, cause: BaseException) -> None:
-        """Leaving on an exception (a cancellation too): abort the open transaction now.
-
-        Closing alone would revoke the partitions, and the revoke commits the open
-        transaction: an exception raised between two outputs of one record would commit half
-        of its outputs without its offset. An abort is right whatever the exception was.
-        """
-        if self.guarantee is not _EOS or not self._txn.open or self._txn.stuck:
-            return
-        bound = min(self._timeout_s, 5.0)
-        # librdkafka #4849: an abort sent while the transaction's AddPartitionsToTxn is still
-        # in flight (records produced a moment ago) is refused by the broker with a fatal
-        # INVALID_TXN_STATE; once the records are acknowledged, their partitions are in it
-        with contextlib.suppress(SdkError):  # a failed record: the abort is still right
-            self._txn.flush("flush before the abort on the way out", timeout=bound)
-        try:
-            self._txn.abort(cause, timeout=bound, attempts=1)
-        except SdkError as exc:  # fenced or broken: the next epoch aborts it
-            self.stats.note(f"abort on the way out failed ({exc}); the next epoch aborts it")
-            return
-        self.stats.aborts += 1
-        self.stats.note(f"open transaction aborted on the way out ({type(cause).__name__})")
+        self.state = Lifecycle.STOPPING  # the engine's end of the run commits
 
     def _start(self) -> None:
-        if self._verify_cluster:
-            from sdk.doctor import verify  # lazy: the admin client only when asked for
+        """Create and subscribe the consumer (after the producer's start; unit tests call it)."""
+        self._engine.open()
 
-            verify(self.profile, self.topics)
-        config: dict[str, Any] = dict(self.profile.consumer.render())
+    def _configure(self, config: dict[str, Any]) -> None:
+        """The consumer's config: the lag gauge; the start logged with both configs."""
         if "statistics.interval.ms" in config and "stats_cb" not in config:
             config["stats_cb"] = self._tel.stats_callback(self._group)  # consumer lag gauge
         _log.info(
@@ -370,181 +352,20 @@ class Processor(HandlingLoop):
                 "producer_config": redact(self._producer.config),
             },
         )
-        config["logger"] = BrokerContact(config)  # librdkafka's log, repeats collapsed
-        self._consumer = self._consumer_factory(config)
-        # exactly_once: init_transactions fences older epochs first; before it (every
-        # guarantee) a broker must answer: BrokerUnreachableError names the address if none
-        # does, and a stop request (Ctrl-C) ends the wait
-        if not self._txn.start(stopped=self._stop.is_set):
-            return
-        self._consumer.subscribe(
-            self.topics,
-            on_assign=self._on_assign,
-            on_revoke=self._on_revoke,
-            on_lost=self._on_lost,
-        )
 
     # ---------------------------------------------------------------- the loop
     def _step(self) -> None:
-        batch = consume_ready(self._consumer, self.profile.consumer.batch_size, self._wait_s())
-        self._raise_callback_error()
-        records = [msg for msg in batch if msg.error() is None]
-        if len(records) < len(batch):  # events (EOF, transient errors): only fatal ones stop
-            for msg in batch:
-                err = msg.error()
-                if err is not None and err.fatal():
-                    raise from_kafka_error(err, context="consume")
+        client = self._engine.client
+        assert client is not None  # the run's client
+        commits = self._commits
+        wait_s = commits.wait_s(self._poll_timeout)
+        records = self._engine.source.poll(client, self.profile.consumer.batch_size, wait_s)
         if records:
-            if self.guarantee is Guarantee.AT_MOST_ONCE:
-                records = commit_before_handling(
-                    self._consumer,
-                    records,
-                    assigned_as=self._member,
-                    stats=self.stats,
-                    marks=self._handled_marks,
-                    telemetry=self._tel,
-                    on_retry=counting(self.stats, self._tel),
-                    committed_timeout_s=self._timeout_s,
-                )
-                if not records:
-                    return  # not handled: another member may own these partitions now
-                self._progress.commit((m.topic(), m.partition(), m.offset() + 1) for m in records)
+            records = commits.admit(client, records)
+            if not records:
+                return  # not handled: another member may own these partitions now
             if self._before_handle is not None:
                 self._before_handle(records)
-            self._handle(records)
-        if self._due():
-            self._commit_or_recover()
-
-    def _wait_s(self) -> float:
-        """How long a poll may wait: never past when the pending records' commit is due.
-
-        A read_committed reader sees them only after that commit.
-        """
-        if self._pending == 0:
-            return self._poll_timeout
-        due_in = self._last_commit + self.profile.commit_interval_ms / 1000.0 - time.monotonic()
-        return min(self._poll_timeout, max(due_in, 0.0))
-
-    def _due(self) -> bool:
-        if self._pending == 0:
-            return False
-        if self._pending >= self.profile.max_records_per_transaction:
-            return True
-        return (time.monotonic() - self._last_commit) * 1000 >= self.profile.commit_interval_ms
-
-    # ---------------------------------------------------------------- commits
-    def _offsets(self, keys: Iterable[tuple[str, int]] | None = None) -> list[TopicPartition]:
-        items = (
-            self._positions.items()
-            if keys is None
-            else ((k, self._positions[k]) for k in keys if k in self._positions)
-        )
-        return [TopicPartition(t, p, off) for (t, p), off in sorted(items)]
-
-    def _commit_or_recover(self) -> bool:
-        """Commit the pending work; on failure run the named recovery path. True if committed."""
-        if self._consumer is None:
-            return False
-        if self.guarantee is _EOS:
-            if not self._txn.open:
-                self._reset_pending()
-                return True
-            offsets = self._offsets()
-            try:
-                self._txn.commit(offsets, self._consumer.consumer_group_metadata())
-            except KafkaClientError as exc:
-                self._recover(exc)
-                return False
-            self.stats.commits += 1
-            self._progress.commit((tp.topic, tp.partition, tp.offset) for tp in offsets)
-            self._reset_pending()
-            return True
-        if self.guarantee is _ALO and self._pending:
-            try:  # outputs acknowledged first: only then may the input offsets move
-                self._txn.flush("flush (at_least_once)")
-            except KafkaTimeoutError as exc:
-                raise KafkaTimeoutError(
-                    f"flush: at_least_once flush left records unacknowledged ({exc})",
-                    kafka_error=exc.kafka_error,
-                ) from exc
-            offsets = self._offsets()
-            if offsets:
-                call_kafka(
-                    lambda: self._consumer.store_offsets(offsets=offsets),
-                    context="store_offsets",
-                    commit=True,
-                    on_retry=counting(self.stats, self._tel),
-                )
-            self.stats.commits += 1
-            self._progress.commit((tp.topic, tp.partition, tp.offset) for tp in offsets)
-        self._reset_pending()
-        return True
-
-    def _reset_pending(self) -> None:
-        self._positions.clear()
-        self._pending = 0
-        self._last_commit = time.monotonic()
-
-    # ---------------------------------------------------------------- recovery paths
-    def _recover(self, exc: KafkaClientError) -> None:
-        """Run the session's one recovery decision, then rewind (see docs/processor.md).
-
-        Raises:
-            ProducerFencedError: Fenced/fatal with on_fenced="raise".
-        """
-        self._txn.recover(exc, on_fenced=self._on_fenced)
-        self._rewind()
-
-    def _abort_and_rewind(self, cause: BaseException | None = None) -> None:
-        self._txn.abort_or_recreate(cause, on_fenced=self._on_fenced)
-        self._rewind()
-
-    def _rewind(self) -> None:
-        """Seek every assigned partition back to its committed offset (no rebalance wait)."""
-        self._reset_pending()
-        rewind_to_committed(
-            self._consumer,
-            latest=self.profile.consumer.auto_offset_reset == "latest",
-            stats=self.stats,
-            timeout_s=self._timeout_s,
-            telemetry=self._tel,
-        )
-
-    # ---------------------------------------------------------------- rebalance callbacks
-    def _on_assign(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None:
-        self._member = member_id(consumer)  # at_most_once: handle only as this member
-        if self.guarantee is Guarantee.AT_MOST_ONCE:  # nothing below the committed offset
-            self._handled_marks.assigned(partitions)
-        self.stats.note(f"assigned {len(partitions)} partitions")
-        self._tel.rebalance("assigned", len(partitions))
-        self._progress.rebalanced("assigned", partitions)
-
-    def _on_revoke(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None:
-        """Commit (or abort and rewind) the in-flight work before the partitions go."""
-        self.stats.revoked += 1
-        self._tel.rebalance("revoked", len(partitions))
-        self._handled_marks.released(partitions)
-        try:
-            self._commit_or_recover()
-        except BaseException as exc:  # surfaced by the loop after consume() returns
-            self._callback_error = exc
-        self._reset_pending()
-        self._progress.rebalanced("revoked", partitions)
-
-    def _on_lost(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None:
-        """Partitions were lost (session expired): another member may own them; abort."""
-        self.stats.lost += 1
-        self._tel.rebalance("lost", len(partitions))
-        self._handled_marks.released(partitions)
-        if self.guarantee is _EOS and self._txn.open:
-            try:  # never raises a fence here: a lost member's epoch may well be stale
-                self._txn.abort_or_recreate(on_fenced="recreate")
-            except BaseException as exc:  # the new client's init failed: the loop raises it
-                self._callback_error = exc
-        self._reset_pending()
-        self._progress.rebalanced("lost", partitions)
-
-    def _raise_callback_error(self) -> None:
-        if self._callback_error is not None:
-            exc, self._callback_error = self._callback_error, None
-            raise exc
+            self._handling.handle(records)
+        if commits.due():
+            commits.commit_or_recover()

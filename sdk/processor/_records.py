@@ -6,14 +6,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from sdk.lifecycle import Lifecycle
+from sdk.errors import ConfigurationError
 from sdk.records import ConsumerRecord, OutputRecord, TransactionStats
 
 __all__ = [
     "BatchHandler",
     "Handler",
     "OutputRecord",
-    "ProcessorState",
     "ProcessorStats",
 ]
 
@@ -34,11 +33,6 @@ class BatchHandler(Protocol):
         ...
 
 
-ProcessorState = Lifecycle
-"""The Processor's lifecycle: :class:`sdk.lifecycle.Lifecycle` (``CREATED``/``NEW``,
-``RUNNING``, ``STOPPING``, ``CLOSED``)."""
-
-
 @dataclass
 class ProcessorStats(TransactionStats):
     """Counters of what the loop did; each error path increments its own counter.
@@ -49,11 +43,14 @@ class ProcessorStats(TransactionStats):
     session updates.
 
     Attributes:
+        polled: Records taken from Kafka.
         records_in: Input records handled (a record re-read after an abort counts again).
         records_out: Output records produced (including dead-lettered ones).
         commits: Transactions committed (exactly_once) or offset commits/stores (other modes).
         handler_failures: Records (or batches) on which the handler failed every attempt.
         dead_lettered: Input records sent to the dead-letter topic.
+        deserialization_failures: Input records whose key or value could not be deserialized
+            (with ``key_deserializer``/``value_deserializer``).
         revoked: Rebalance revocations handled.
         lost: Partition losses handled.
         rewinds: Times the consumer was seeked back to its committed offsets.
@@ -65,13 +62,40 @@ class ProcessorStats(TransactionStats):
             would duplicate them.
     """
 
+    polled: int = 0
     records_in: int = 0
     records_out: int = 0
     commits: int = 0
     handler_failures: int = 0
     dead_lettered: int = 0
+    deserialization_failures: int = 0
     revoked: int = 0
     lost: int = 0
     rewinds: int = 0
     commit_refused: int = 0
     redelivered: int = 0
+
+
+def chosen_handler(
+    handler: Handler | None,
+    batch_handler: BatchHandler | None,
+    kept: Handler | None,
+    kept_batch: BatchHandler | None,
+) -> tuple[Handler | None, BatchHandler | None]:
+    """The handlers of a run: those given to it, or those the deprecated constructor kept.
+
+    Raises:
+        ConfigurationError: No handler at all, or one here and one in the constructor.
+    """
+    given = handler is not None or batch_handler is not None
+    if given and (kept is not None or kept_batch is not None):
+        raise ConfigurationError(
+            "handler: given to both Processor() and run(); give it to run() only",
+            field="handler",
+        )
+    if not given and kept is None and kept_batch is None:
+        raise ConfigurationError(
+            "handler: give the handler to run(handler) (or run_batch(handler))",
+            field="handler",
+        )
+    return (handler, batch_handler) if given else (kept, kept_batch)

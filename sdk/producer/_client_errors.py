@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from confluent_kafka import KafkaError
 
-from sdk._client import ProducerClient, translating
+from sdk._client import ClientConfig, ProducerClient, translating
 from sdk._connection import BrokerContact
 from sdk.errors import (
     AuthenticationError,
@@ -52,7 +51,7 @@ class ClientErrors:
         self.contact: BrokerContact | None = None
 
     def create_client(
-        self, factory: Callable[[dict[str, Any]], ProducerClient] | None, config: dict[str, Any]
+        self, factory: Callable[[ClientConfig], ProducerClient] | None, config: ClientConfig
     ) -> ProducerClient:
         """Create the confluent-kafka client with :meth:`on_error` as its ``error_cb``.
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
 
-from sdk._client import ProducerClient, positional_produce, translating
+from sdk._client import ClientConfig, ProducerClient, positional_produce, translating
 from sdk.errors import ClosedError, KafkaTimeoutError
 from sdk.lifecycle import Lifecycle
 from sdk.observability import Telemetry
@@ -52,8 +51,8 @@ class ClientSlot:
 
     def __init__(
         self,
-        factory: Callable[[dict[str, Any]], ProducerClient] | None,
-        config: dict[str, Any],
+        factory: Callable[[ClientConfig], ProducerClient] | None,
+        config: ClientConfig,
         *,
         errors: ClientErrors,
         router: PartitionRouter,

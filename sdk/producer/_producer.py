@@ -20,7 +20,7 @@ from typing import Any, Literal
 from confluent_kafka import KafkaError
 
 from sdk._client import ProducerClient
-from sdk._deprecation import renamed, renamed_default, warn_renamed
+from sdk._deprecation import REMOVED_IN, renamed, renamed_default, warn_renamed
 from sdk.errors import ConfigurationError, KafkaClientError, SdkError
 from sdk.lifecycle import Lifecycle
 from sdk.observability import Telemetry
@@ -31,19 +31,15 @@ from sdk.producer._client_errors import ClientErrors
 from sdk.producer._client_slot import ClientSlot
 from sdk.producer._enqueue import RecordPath
 from sdk.producer._handle import HotPath
-from sdk.producer._records import DeliveryHandle, Headers, ProducerRecord, RecordMetadata
+from sdk.producer._records import DeliveryHandle, HeaderPairs, ProducerRecord, RecordMetadata
 from sdk.producer._sender import Sender
 from sdk.producer._transactions import TransactionalOutput
 from sdk.profiles import Guarantee, ProducerProfile
 from sdk.serialization import Serializer, bind_serializer
 
-__all__ = ["Producer", "ProducerState"]
+__all__ = ["Producer"]
 
 _new_handle = object.__new__
-
-
-ProducerState = Lifecycle
-"""The Producer's lifecycle, :class:`sdk.lifecycle.Lifecycle`: NEW, OPEN, CLOSED."""
 
 
 class Producer:
@@ -83,8 +79,8 @@ class Producer:
             ``flush``); False turns instrumentation off entirely.
         client_factory: Builds the underlying client from the rendered config (tests, or a
             patched client); defaults to ``confluent_kafka.Producer``.
-        queue_full_timeout: Deprecated name of ``queue_full_timeout_s``.
-        metadata_timeout: Deprecated name of ``metadata_timeout_s``.
+        queue_full_timeout: Deprecated name of ``queue_full_timeout_s``, removed in 0.3.
+        metadata_timeout: Deprecated name of ``metadata_timeout_s``, removed in 0.3.
 
     Raises:
         ConfigurationError: Unknown serializer or partitioner, or an exactly_once prefix profile
@@ -118,8 +114,8 @@ class Producer:
     ) -> None:
         if queue_full_timeout is not None or metadata_timeout is not None:
             warnings.warn(  # the names before every timeout in seconds ended in _s
-                "Producer(queue_full_timeout=, metadata_timeout=) are now queue_full_timeout_s= "
-                "and metadata_timeout_s=",
+                "Producer(queue_full_timeout=, metadata_timeout=) are deprecated and removed in "
+                f"{REMOVED_IN}: use queue_full_timeout_s= and metadata_timeout_s=",
                 DeprecationWarning,
                 stacklevel=2,
             )
@@ -192,7 +188,7 @@ class Producer:
 
     # ------------------------------------------------------------------ lifecycle
     @property
-    def state(self) -> ProducerState:
+    def state(self) -> Lifecycle:
         """Where the producer is in its lifecycle."""
         return self._slot.state
 
@@ -245,7 +241,7 @@ class Producer:
         Args:
             timeout_s: Seconds to wait for outstanding deliveries (None: as long as the
                 delivery timeout allows).
-            timeout: Deprecated name of ``timeout_s``.
+            timeout: Deprecated name of ``timeout_s``, removed in 0.3.
 
         Raises:
             KafkaTimeoutError: Records were still undelivered after ``timeout_s``.
@@ -263,7 +259,7 @@ class Producer:
         value: Any = None,
         *,
         key: Any = None,
-        headers: Headers | Mapping[str, bytes | str | None] | None = None,
+        headers: HeaderPairs | Mapping[str, bytes | str | None] | None = None,
         partition: int | None = None,
         timestamp_ms: int | None = None,
     ) -> DeliveryHandle:
@@ -319,7 +315,7 @@ class Producer:
         value: Any = None,
         *,
         key: Any = None,
-        headers: Headers | Mapping[str, bytes | str | None] | None = None,
+        headers: HeaderPairs | Mapping[str, bytes | str | None] | None = None,
         partition: int | None = None,
         timeout_s: float | None = None,
         timeout: float | None = None,
@@ -333,7 +329,7 @@ class Producer:
             headers: Record headers.
             partition: An explicit partition.
             timeout_s: Seconds to wait (None: until the delivery timeout decides).
-            timeout: Deprecated name of ``timeout_s``.
+            timeout: Deprecated name of ``timeout_s``, removed in 0.3.
 
         Returns:
             Where the record landed.
@@ -369,7 +365,7 @@ class Producer:
 
         Args:
             timeout_s: Seconds to wait for at least one event.
-            timeout: Deprecated name of ``timeout_s``.
+            timeout: Deprecated name of ``timeout_s``, removed in 0.3.
 
         Returns:
             The number of events served.
@@ -385,7 +381,7 @@ class Producer:
 
         Args:
             timeout_s: Seconds to wait; None waits as long as the delivery timeout allows.
-            timeout: Deprecated name of ``timeout_s``.
+            timeout: Deprecated name of ``timeout_s``, removed in 0.3.
 
         Raises:
             KafkaTimeoutError: Records were still queued after ``timeout_s`` (nothing is lost:

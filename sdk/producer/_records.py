@@ -16,7 +16,8 @@ from sdk.producer._handle import HandleCore, HotPath
 
 __all__ = ["DeliveryHandle", "ListedHandle", "ProducerRecord", "RecordMetadata"]
 
-Headers = Sequence[tuple[str, bytes | str | None]]
+HeaderPairs = Sequence[tuple[str, bytes | str | None]]
+"""A record's headers as (name, value) pairs, in order (a name may repeat)."""
 
 
 class ProducerRecord(NamedTuple):
@@ -28,7 +29,7 @@ class ProducerRecord(NamedTuple):
     topic: str
     value: Any = None
     key: Any = None
-    headers: Headers | None = None
+    headers: HeaderPairs | None = None
     partition: int | None = None
     timestamp_ms: int | None = None
 
@@ -90,7 +91,7 @@ class DeliveryHandle(HandleCore):
 
         Args:
             timeout_s: Seconds to wait; None waits until the producer's delivery timeout decides.
-            timeout: Deprecated name of ``timeout_s``.
+            timeout: Deprecated name of ``timeout_s``, removed in 0.3.
 
         Returns:
             Where the record landed.

@@ -19,7 +19,7 @@ from sdk.observability import Telemetry
 from sdk.producer._client_slot import ClientSlot
 from sdk.producer._delivery import TimedHandle
 from sdk.producer._enqueue import RecordPath
-from sdk.producer._records import DeliveryHandle, Headers, ProducerRecord
+from sdk.producer._records import DeliveryHandle, HeaderPairs, ProducerRecord
 
 if TYPE_CHECKING:
     from sdk.producer._producer import Producer
@@ -62,7 +62,7 @@ class Sender:
         topic: str | ProducerRecord,
         value: Any,
         key: Any,
-        headers: Headers | Mapping[str, bytes | str | None] | None,
+        headers: HeaderPairs | Mapping[str, bytes | str | None] | None,
         partition: int | None,
         timestamp_ms: int | None,
         handle: DeliveryHandle | None,

@@ -69,7 +69,7 @@ def init_transactions(
 
     Args:
         timeout_s: Seconds to wait.
-        timeout: Deprecated name of ``timeout_s``.
+        timeout: Deprecated name of ``timeout_s``, removed in 0.3.
 
     Raises:
         ConfigurationError: The profile is not exactly_once.
@@ -106,7 +106,7 @@ def send_offsets_to_transaction(
         offsets: ``TopicPartition`` objects holding the *next* offset to read.
         group_metadata: ``consumer.consumer_group_metadata()`` of the consuming member.
         timeout_s: Seconds to wait.
-        timeout: Deprecated name of ``timeout_s``.
+        timeout: Deprecated name of ``timeout_s``, removed in 0.3.
 
     Raises:
         TransactionAbortableError: Abort and rewind (e.g. the member was fenced).
@@ -124,7 +124,7 @@ def commit_transaction(
 
     Args:
         timeout_s: Seconds to wait.
-        timeout: Deprecated name of ``timeout_s``.
+        timeout: Deprecated name of ``timeout_s``, removed in 0.3.
 
     Raises:
         TransactionAbortableError: The transaction must be aborted.
@@ -149,7 +149,7 @@ def abort_transaction(
 
     Args:
         timeout_s: Seconds to wait.
-        timeout: Deprecated name of ``timeout_s``.
+        timeout: Deprecated name of ``timeout_s``, removed in 0.3.
 
     Raises:
         TransactionError: The abort failed (subclass says why).
@@ -172,7 +172,7 @@ def transaction(
 
     Args:
         timeout_s: Seconds the commit (or the abort) may take.
-        timeout: Deprecated name of ``timeout_s``.
+        timeout: Deprecated name of ``timeout_s``, removed in 0.3.
 
     Raises:
         TransactionError: Begin, commit or abort failed (the block's own exception wins

@@ -40,7 +40,7 @@ from sdk.errors import (
     from_kafka_error,
 )
 from sdk.lifecycle import Lifecycle
-from sdk.observability import Outcome, Telemetry, TransactionSpan
+from sdk.observability import Telemetry, TransactionOutcome, TransactionSpan
 from sdk.producer._emitter import Emitter
 from sdk.producer._records import ProducerRecord
 from sdk.records import OutputRecord, TransactionStats
@@ -352,7 +352,9 @@ class TransactionalOutput:
         self.open = False
         self.end_span("aborted", cause)
 
-    def close(self, outcome: Outcome = "aborted", cause: BaseException | None = None) -> None:
+    def close(
+        self, outcome: TransactionOutcome = "aborted", cause: BaseException | None = None
+    ) -> None:
         """Drop the client without waiting (an open transaction is aborted by the next epoch).
 
         The Producer creates a new client on next use: with the same ``transactional.id``, its
@@ -379,7 +381,7 @@ class TransactionalOutput:
         self.open = False
         self.initialized = False
 
-    def end_span(self, outcome: Outcome, cause: BaseException | None = None) -> None:
+    def end_span(self, outcome: TransactionOutcome, cause: BaseException | None = None) -> None:
         """End the open transaction's span, if any, with ``outcome``."""
         span, self.span = self.span, None
         if span is not None:

@@ -6,8 +6,12 @@ configs share), ``explain`` and ``reference_markdown`` (what ``python -m sdk pro
 explain|reference`` prints).
 """
 
+from typing import Any
+
+from sdk._deprecation import deprecated_name
+from sdk.profiles import _common
 from sdk.profiles._base import ProfileModel as ProfileModel
-from sdk.profiles._common import Guarantee, SecurityProfile, parse_guarantee
+from sdk.profiles._common import Guarantee, SecurityProfile
 from sdk.profiles._consumer import ConsumerProfile
 from sdk.profiles._explain import explain as explain
 from sdk.profiles._failure import FailurePolicy
@@ -27,5 +31,16 @@ __all__ = [
     "QueueProfile",
     "SecurityProfile",
     "load_profiles",
-    "parse_guarantee",
 ]
+
+_DEPRECATED: dict[str, tuple[str, object]] = {
+    "parse_guarantee": (
+        "it is no longer exported: use Guarantee(value) (or pass the name as a string)",
+        _common.parse_guarantee,
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """``parse_guarantee``: no longer exported; deprecated, removed in 0.3."""
+    return deprecated_name(__name__, name, _DEPRECATED)

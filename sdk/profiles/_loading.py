@@ -57,8 +57,8 @@ class _EnvProfiles(BaseSettings):
 
 
 def _side(
-    model: type[ProducerProfile | ConsumerProfile | QueueProfile], raw: Mapping[str, Any]
-) -> dict[str, Any]:
+    model: type[ProducerProfile | ConsumerProfile | QueueProfile], raw: Mapping[str, object]
+) -> dict[str, object]:
     shared = {
         k: v
         for k, v in raw.items()
@@ -70,7 +70,9 @@ def _side(
 class ProfileSet:
     """Named profiles, each turned into producer/consumer/processing profiles on demand."""
 
-    def __init__(self, profiles: Mapping[str, Any], defaults: Mapping[str, Any] | None = None):
+    def __init__(
+        self, profiles: Mapping[str, object], defaults: Mapping[str, object] | None = None
+    ):
         self._defaults = dict(defaults or {})
         self._raw: dict[str, dict[str, Any]] = {}
         for name, entry in profiles.items():
@@ -151,7 +153,7 @@ class ProfileSet:
                 field=f"profiles.{name}.{problems[0].split(':', 1)[0]}",
             )
 
-    def producer(self, name: str, **overrides: Any) -> ProducerProfile:
+    def producer(self, name: str, **overrides: object) -> ProducerProfile:
         """Build the producer profile of ``name`` (keyword overrides win).
 
         Raises:
@@ -161,7 +163,7 @@ class ProfileSet:
         data = {**_side(ProducerProfile, raw), **raw.get("producer", {}), **overrides}
         return self._build(ProducerProfile, data, name, "producer")
 
-    def consumer(self, name: str, **overrides: Any) -> ConsumerProfile:
+    def consumer(self, name: str, **overrides: object) -> ConsumerProfile:
         """Build the consumer profile of ``name`` (keyword overrides win).
 
         Raises:
@@ -171,7 +173,7 @@ class ProfileSet:
         data = {**_side(ConsumerProfile, raw), **raw.get("consumer", {}), **overrides}
         return self._build(ConsumerProfile, data, name, "consumer")
 
-    def queue(self, name: str, **overrides: Any) -> QueueProfile:
+    def queue(self, name: str, **overrides: object) -> QueueProfile:
         """Build the queue (share group) profile of ``name`` (keyword overrides win).
 
         Raises:
@@ -182,7 +184,7 @@ class ProfileSet:
         data = {**_side(QueueProfile, raw), **raw.get("queue", {}), **overrides}
         return self._build(QueueProfile, data, name, "queue")
 
-    def processing(self, name: str, **overrides: Any) -> ProcessingProfile:
+    def processing(self, name: str, **overrides: object) -> ProcessingProfile:
         """Build the processing profile of ``name``.
 
         Raises:
@@ -203,14 +205,14 @@ class ProfileSet:
         return Guarantee(self._entry(name)["guarantee"])
 
     @staticmethod
-    def _build(model: type[_M], data: dict[str, Any], name: str, side: str) -> _M:
+    def _build(model: type[_M], data: dict[str, object], name: str, side: str) -> _M:
         try:
             return model(**data)
         except ConfigurationError as exc:
             raise ConfigurationError(f"profile {name!r} ({side}): {exc}", field=exc.field) from None
 
 
-def load_profiles(source: str | Path | Mapping[str, Any] | None = None) -> ProfileSet:
+def load_profiles(source: str | Path | Mapping[str, object] | None = None) -> ProfileSet:
     """Load named profiles from a mapping, a YAML file, or (``None``) the environment.
 
     Args:
@@ -225,7 +227,7 @@ def load_profiles(source: str | Path | Mapping[str, Any] | None = None) -> Profi
     """
     if source is None:
         env = _EnvProfiles()
-        data: dict[str, Any] = _read_yaml(Path(env.profile_file)) if env.profile_file else {}
+        data: dict[str, object] = _read_yaml(Path(env.profile_file)) if env.profile_file else {}
         defaults = _mapping(data.get("defaults") or {}, "defaults")
         if env.bootstrap_servers:
             defaults["bootstrap_servers"] = env.bootstrap_servers
@@ -251,7 +253,7 @@ def load_profiles(source: str | Path | Mapping[str, Any] | None = None) -> Profi
     )
 
 
-def _mapping(value: object, field: str) -> dict[str, Any]:
+def _mapping(value: object, field: str) -> dict[str, Any]:  # YAML entries
     """``value`` as a dict with str keys, or a ConfigurationError naming ``field``."""
     if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
         what = field or "the profile document"
@@ -262,7 +264,7 @@ def _mapping(value: object, field: str) -> dict[str, Any]:
     return dict(value)
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+def _read_yaml(path: Path) -> dict[str, object]:
     try:
         text = path.read_text()
     except OSError as exc:

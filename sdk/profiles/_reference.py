@@ -177,6 +177,13 @@ def reference_markdown() -> str:
         + ", ".join(f"`{g.value}`" for g in Guarantee)
         + ". `python -m sdk profile explain NAME|GUARANTEE` shows the librdkafka settings a "
         "profile renders to, and why.",
+        "",
+        "Every model below is exported by `sdk.profiles`, beside `Guarantee` (the enum of those "
+        "names; a string works wherever it is taken) and `load_profiles(source)`, which reads "
+        "named profiles from a mapping, a YAML file or the environment and returns a "
+        "`ProfileSet`: `profiles.producer(name)`, `.consumer(name)`, `.processing(name)` and "
+        "`.queue(name)` build the profiles (keyword arguments override fields), `.names()` "
+        "lists them.",
     ]
     for model, where in _MODELS:
         lines += ["", f"## {model.__name__}", "", f"The {where}.", ""]

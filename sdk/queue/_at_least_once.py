@@ -1,6 +1,6 @@
 """at_least_once on a queue: handle, then ACCEPT; RELEASE while deliveries are left; REJECT.
 
-A mixin of :class:`~sdk.queue.QueueConsumer` (kept apart to keep modules short). A record is
+A part of :class:`~sdk.queue.QueueConsumer` (composed, over its :class:`QueueParts`). A record is
 acknowledged ACCEPT only after its handler succeeded. A retryable failure RELEASEs it, so the
 broker delivers it again (``record.delivery_count`` grows), until the failure policy's
 ``attempts`` deliveries; then it is written to the dead-letter topic, if there is one, and
@@ -11,7 +11,6 @@ never rejected unless its dead-letter copy is acknowledged.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -19,29 +18,18 @@ from itertools import islice
 from typing import Any
 
 from sdk._client import KafkaMessage, ShareConsumerClient
-from sdk.consumer.engine import DeadLetterSink, RecordDecoder
 from sdk.errors import HandlerError, KafkaClientError, SdkError, SerializationError
-from sdk.failure import HandlerRunner
-from sdk.observability import Telemetry
-from sdk.profiles import QueueProfile
 from sdk.queue._client_api import AcknowledgeType
-from sdk.queue._records import Outstanding, QueueStats
+from sdk.queue._parts import LOCK_BUDGET, QueueParts
+from sdk.queue._records import Outstanding
 from sdk.records import ConsumerRecord, handle_run, view
 
-__all__ = ["LOCK_BUDGET", "STOP_EVERY_S", "AtLeastOnceHandling"]
+__all__ = ["STOP_EVERY_S", "AtLeastOnce"]
 
 _ACCEPT, _RELEASE, _REJECT = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT
 
 # runs an iterator to its end, keeping nothing
 _consume: Callable[[Iterable[object]], None] = deque[object](maxlen=0).extend
-
-LOCK_BUDGET = 0.8
-"""at_least_once: records of a poll not started within this share of the record lock are
-released instead of handled. A poll's records are acquired together and librdkafka 2.16 hands
-out whole acquired batches (thousands of records, whatever ``max.poll.records`` says), so a
-long poll would otherwise be handled after its locks expired: the broker would already have
-given those records to another member, a duplicate for each."""
-
 
 STOP_EVERY_S = 0.001
 """at_least_once ``run()`` checks for ``stop()`` once per this much handler time (and before the
@@ -49,29 +37,17 @@ first record of each poll), not before every record: as the Consumer, a stop is 
 millisecond of handler time late (the next record, for a handler slower than that)."""
 
 
-class AtLeastOnceHandling:
-    """Mixin of :class:`~sdk.queue.QueueConsumer`: the at_least_once path.
+class AtLeastOnce:
+    """The at_least_once path of a :class:`~sdk.queue.QueueConsumer`.
 
-    What it needs from the class is declared below (set by ``QueueConsumer.__init__``).
+    Args:
+        parts: The queue's policy, decoder, counters and helpers.
     """
 
-    profile: QueueProfile
-    stats: QueueStats
-    _runner: HandlerRunner
-    _decoder: RecordDecoder
-    _dlq: DeadLetterSink | None
-    _tel: Telemetry | None
-    _stop: threading.Event
-    _polled_at: float
-    _lock_ms: int
-    _spare: int
-    _decode: Callable[[KafkaMessage], ConsumerRecord | SerializationError]
-    _call: Callable[[Callable[[Any], object], ConsumerRecord, KafkaMessage], None]
-    _check_slow: Callable[[KafkaMessage], None]
-    _over_budget: Callable[[int], None]
-    _count_retry: Callable[[], None]
+    def __init__(self, parts: QueueParts) -> None:
+        self._q = parts
 
-    def _each_at_least_once(
+    def each(
         self,
         client: ShareConsumerClient,
         handler: Callable[[Any], object],
@@ -91,11 +67,11 @@ class AtLeastOnceHandling:
         next poll or commit sends them, so the broker sees the same thing as if each record were
         accepted right after its handler, and the Python loop per record stays short.
         """
-        tel = self._tel if self._tel is not None and self._tel.tracing_enabled() else None
-        raw, stopped, monotonic = self._decoder.raw, self._stop.is_set, time.monotonic
+        tel = self._q.tel if self._q.tel is not None and self._q.tel.tracing_enabled() else None
+        raw, stopped, monotonic = self._q.decoder.raw, self._q.stopped, time.monotonic
         fast = raw and tel is None
-        lock_end = self._polled_at + self._lock_ms / 1000.0
-        budget = self._polled_at + self._lock_ms * LOCK_BUDGET / 1000.0
+        lock_end = self._q.source.polled_at + self._q.lock_ms / 1000.0
+        budget = self._q.source.polled_at + self._q.lock_ms * LOCK_BUDGET / 1000.0
         acknowledge, accepted, over, now = client.acknowledge, 0, 0, monotonic()
         check_stop = now  # stop() is seen within STOP_EVERY_S of handler time
         finished = 0  # records before this index are acknowledged (here or through ack)
@@ -134,41 +110,41 @@ class AtLeastOnceHandling:
                         raise error  # the view or the clock failed, or an interrupt
                     now = monotonic()
                     if now > lock_end:  # only the run's last record can have ended that late
-                        self._check_slow(msgs[i if error is not None else i - 1])
+                        self._q.check_slow(msgs[i if error is not None else i - 1])
                     if error is not None:  # the handler raised on msgs[i]
-                        self._failed(error, [msgs[i]], [i], ack, record)
+                        self.failed(error, [msgs[i]], [i], ack, record)
                         now = monotonic()  # a dead-letter write may have taken a while
                         i += 1
                     continue
                 msg = msgs[i]
                 i += 1
-                if now > budget and (msg.delivery_count() or 1) < self._spare:
+                if now > budget and (msg.delivery_count() or 1) < self._q.spare:
                     ack(i - 1, _RELEASE)  # before its lock expires mid-handling
                     over += 1
                     continue
                 if raw:
                     record = view(ConsumerRecord, msg)
                 else:
-                    decoded = self._decode(msg)
+                    decoded = self._q.decode(msg)
                     if isinstance(decoded, SerializationError):
-                        self._give_up([msg], [i - 1], ack, decoded, 0, "deserialize")
+                        self.give_up([msg], [i - 1], ack, decoded, 0, "deserialize")
                         continue
                     record = decoded
                 try:
                     if tel is None:
                         handler(record)
                     else:
-                        self._call(handler, record, msg)
+                        self._q.call(handler, record, msg)
                 except Exception as exc:
                     now = monotonic()
                     if now > lock_end:
-                        self._check_slow(msg)
-                    self._failed(exc, [msg], [i - 1], ack, record)
+                        self._q.check_slow(msg)
+                    self.failed(exc, [msg], [i - 1], ack, record)
                     now = monotonic()  # a dead-letter write may have taken a while
                     continue
                 now = monotonic()  # one clock read per record: this check and the next budget
                 if now > lock_end:
-                    self._check_slow(msg)  # acknowledged after its lock: maybe a duplicate
+                    self._q.check_slow(msg)  # acknowledged after its lock: maybe a duplicate
                 finished = i  # as before: a refused acknowledgement is not released
                 acknowledge(msg, _ACCEPT)
                 accepted += 1
@@ -178,12 +154,12 @@ class AtLeastOnceHandling:
             # what this loop accepted leaves ``pending`` here, once per poll, not per record
             # (a dict delete per record cost more than the acknowledgement itself)
             pending.taken_before(finished)
-            self.stats.handled += accepted
-            self.stats.accepted += accepted
+            self._q.stats.handled += accepted
+            self._q.stats.accepted += accepted
             if over:
-                self._over_budget(over)
+                self._q.over_budget(over)
 
-    def _batch_at_least_once(
+    def batch(
         self,
         handler: Callable[[Any], object],
         msgs: list[KafkaMessage],
@@ -191,9 +167,9 @@ class AtLeastOnceHandling:
     ) -> None:
         records, taken = [], []
         for i, msg in enumerate(msgs):
-            record = self._decode(msg)
+            record = self._q.decode(msg)
             if isinstance(record, SerializationError):
-                self._give_up([msg], [i], ack, record, 0, "deserialize")
+                self.give_up([msg], [i], ack, record, 0, "deserialize")
             else:
                 records.append(record)
                 taken.append(i)
@@ -202,15 +178,15 @@ class AtLeastOnceHandling:
         try:
             handler(records)
         except Exception as exc:
-            self._check_slow(msgs[taken[0]])
-            self._failed(exc, [msgs[i] for i in taken], taken, ack, records)
+            self._q.check_slow(msgs[taken[0]])
+            self.failed(exc, [msgs[i] for i in taken], taken, ack, records)
             return
-        self._check_slow(msgs[taken[0]])
-        self.stats.handled += len(records)
+        self._q.check_slow(msgs[taken[0]])
+        self._q.stats.handled += len(records)
         for i in taken:
             ack(i, _ACCEPT)
 
-    def _failed(
+    def failed(
         self,
         exc: Exception,
         msgs: list[KafkaMessage],
@@ -219,20 +195,21 @@ class AtLeastOnceHandling:
         arg: Any,
     ) -> None:
         deliveries = max(m.delivery_count() or 1 for m in msgs)
-        if self._runner.retryable(exc) and deliveries < self.profile.failure.attempts:
-            self._count_retry()
+        if self._q.runner.retryable(exc) and deliveries < self._q.profile.failure.attempts:
+            self._q.count_retry()
             for i in idx:
                 ack(i, _RELEASE)  # the broker delivers it again; delivery_count grows
             return
+        attempts = self._q.profile.failure.attempts
         error = HandlerError(
-            f"handler failed on delivery {deliveries} of {self.profile.failure.attempts}: {exc!r}",
+            f"handler failed on delivery {deliveries} of {attempts}: {exc!r}",
             record=arg,
             attempts=deliveries,
         )
         error.__cause__ = exc
-        self._give_up(msgs, idx, ack, error, deliveries, "handler")
+        self.give_up(msgs, idx, ack, error, deliveries, "handler")
 
-    def _give_up(
+    def give_up(
         self,
         msgs: list[KafkaMessage],
         idx: list[int],
@@ -243,20 +220,20 @@ class AtLeastOnceHandling:
     ) -> None:
         """The policy gave up: dead-letter and REJECT, or RELEASE and raise (``stop``)."""
         if stage == "handler":
-            self.stats.handler_failures += len(msgs)
-        if self.profile.failure.on_failure == "stop" or self._dlq is None:
-            self.stats.note(f"stopping: {error}", logging.ERROR)
+            self._q.stats.handler_failures += len(msgs)
+        if self._q.profile.failure.on_failure == "stop" or self._q.dlq is None:
+            self._q.stats.note(f"stopping: {error}", logging.ERROR)
             raise error  # the records are released on the way out (never lost)
         for m, i in zip(msgs, idx, strict=True):
             try:
-                self._dlq.send(m, error, attempts=attempts, stage=stage)
+                self._q.dlq.send(m, error, attempts=attempts, stage=stage)
             except KafkaClientError as exc:
-                self.stats.dead_letter_failures += 1
-                self.stats.note(f"dead-letter write failed, record released: {exc}")
+                self._q.stats.dead_letter_failures += 1
+                self._q.stats.note(f"dead-letter write failed, record released: {exc}")
                 raise  # released on the way out, not rejected: the record stays in the queue
-            self.stats.dead_lettered += 1
-            if self._tel is not None:
-                self._tel.dead_lettered(
-                    m.topic(), self._dlq.topic, error_type=type(error.__cause__ or error).__name__
+            self._q.stats.dead_lettered += 1
+            if self._q.tel is not None:
+                self._q.tel.dead_lettered(
+                    m.topic(), self._q.dlq.topic, error_type=type(error.__cause__ or error).__name__
                 )
             ack(i, _REJECT)

@@ -1,6 +1,6 @@
 """Manual acknowledgement on a queue: :meth:`QueueConsumer.records` and :meth:`~.ack`.
 
-A mixin of :class:`~sdk.queue.QueueConsumer` (kept apart to keep modules short). ``run()``
+A part of :class:`~sdk.queue.QueueConsumer` (composed, over its :class:`QueueParts`). ``run()``
 acknowledges for the application; here the application does, record by record, and the SDK
 keeps the guarantee's side of it:
 
@@ -20,24 +20,23 @@ A second acknowledgement of the same delivery, or one for a record of an earlier
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
 from typing import Literal
 
 from sdk._client import KafkaMessage, ShareConsumerClient
-from sdk._deprecation import renamed
-from sdk._signals import sigterm_stops
+from sdk.consumer.engine import ConsumeLoop
 from sdk.errors import AcknowledgementError, ConfigurationError, SerializationError
-from sdk.profiles import Guarantee, QueueProfile
+from sdk.profiles import Guarantee
+from sdk.queue._at_least_once import AtLeastOnce
+from sdk.queue._at_most_once import AtMostOnce
 from sdk.queue._client_api import AcknowledgeType
-from sdk.queue._records import QueueStats
+from sdk.queue._parts import QueueParts
 from sdk.records import ConsumerRecord
 
-__all__ = ["ManualAcknowledgement", "Outcome"]
+__all__ = ["AckOutcome", "ManualAcknowledgement"]
 
-Outcome = Literal["accept", "release", "reject"]
+AckOutcome = Literal["accept", "release", "reject"]
+"""How a queue record is settled (``QueueConsumer.ack``)."""
 _KINDS = {
     "accept": AcknowledgeType.ACCEPT,
     "release": AcknowledgeType.RELEASE,
@@ -56,76 +55,45 @@ def _where(key: _Key) -> str:
 
 
 class ManualAcknowledgement:
-    """Mixin of :class:`~sdk.queue.QueueConsumer`: ``records()`` and ``ack()``.
+    """``records()`` and ``ack()`` of a :class:`~sdk.queue.QueueConsumer`.
 
-    What it needs from the class is declared below (set by ``QueueConsumer.__init__``).
+    Args:
+        parts: The queue's policy, decoder, counters and helpers.
+        loop: The queue's engine (its runs, polls and stop).
+        at_most_once: The at_most_once path (accept and commit before handing out).
+        at_least_once: The at_least_once path (its failure policy).
     """
 
-    profile: QueueProfile
-    guarantee: Guarantee
-    stats: QueueStats
-    _stop: threading.Event
-    stop: Callable[[], None]
-    _running: Callable[[], AbstractContextManager[ShareConsumerClient | None]]
-    _poll: Callable[[ShareConsumerClient], list[KafkaMessage]]
-    _decode: Callable[[KafkaMessage], ConsumerRecord | SerializationError]
-    _check_slow: Callable[[KafkaMessage], None]
-    _accept_first: Callable[[ShareConsumerClient, list[KafkaMessage]], list[KafkaMessage]]
-    _decode_or_dead_letter: Callable[[KafkaMessage], ConsumerRecord | None]
-    _give_up: Callable[..., None]
-
-    # set on first use (QueueConsumer.__init__ need not know about them)
-    _in_flight: dict[_Key, KafkaMessage]
-    _settled: dict[_Key, str]
-    _ack_client: ShareConsumerClient | None
+    def __init__(
+        self,
+        parts: QueueParts,
+        loop: ConsumeLoop[ShareConsumerClient],
+        at_most_once: AtMostOnce,
+        at_least_once: AtLeastOnce,
+    ) -> None:
+        self._q = parts
+        self._loop = loop
+        self._amo = at_most_once
+        self._alo = at_least_once
+        self._in_flight: dict[_Key, KafkaMessage] = {}
+        self._settled: dict[_Key, str] = {}
+        self._ack_client: ShareConsumerClient | None = None
 
     def records(
         self,
-        *,
-        max_records: int | None = None,
-        idle_timeout_s: float | None = None,
-        handle_sigterm: bool = False,
-        idle_timeout: float | None = None,
+        max_records: int | None,
+        idle_s: float | None,
+        handle_sigterm: bool,
     ) -> Iterator[ConsumerRecord]:
-        """Yield the queue's records; settle each with :meth:`ack` (see the module docstring).
-
-        Call :meth:`ack` from the thread that iterates (a share consumer is not thread-safe).
-
-        Args:
-            max_records: Return after taking this many records from the queue.
-            idle_timeout_s: Return after this many seconds without a record.
-            handle_sigterm: Turn SIGTERM into :meth:`stop` (main thread only). Off by
-                default here, unlike ``run()``: a loop that leaves the iteration early would
-                keep SIGTERM turned into :meth:`stop` until the iterator is closed.
-            idle_timeout: Deprecated name of ``idle_timeout_s``.
-
-        Yields:
-            Each record (deserialized); a poison pill is not yielded: the failure policy
-            dead-letters and rejects it (or raises, releasing it).
-
-        Raises:
-            ClosedError: The consumer is closed.
-            SerializationError: A poison pill with ``on_failure="stop"``.
-            KafkaClientError: A poll, acknowledgement commit or dead-letter write failed.
-        """
-        idle_s = renamed(
-            "QueueConsumer.records", "idle_timeout", idle_timeout, "idle_timeout_s", idle_timeout_s
-        )
+        """:meth:`QueueConsumer.records <sdk.queue.QueueConsumer.records>`."""
         self._in_flight, self._settled = {}, {}
-        with sigterm_stops(self.stop, handle_sigterm), self._running() as client:
+        loop = self._loop
+        with loop.running(handle_sigterm) as client:
             self._ack_client = client
-            taken, last = 0, time.monotonic()
             try:
-                while client is not None and not self._stop.is_set():
-                    if max_records is not None and taken >= max_records:
-                        break
-                    if idle_s is not None and time.monotonic() - last >= idle_s:
-                        break
-                    self._release_unacknowledged()
-                    msgs = self._poll(client)
-                    if not msgs:
-                        continue
-                    taken, last = taken + len(msgs), time.monotonic()
+                before = self._before_poll
+                for msgs in loop.batches(max_records, idle_s, before_poll=before):
+                    assert client is not None  # batches come from a subscribed client only
                     self._settled = {}
                     yield from self._hand_out(client, msgs)
                     del msgs  # not kept alive through the next poll (see QueueConsumer._run)
@@ -133,54 +101,39 @@ class ManualAcknowledgement:
                 self._release_unacknowledged()
                 self._ack_client = None
 
+    def _before_poll(self, client: ShareConsumerClient) -> None:
+        # librdkafka refuses a poll while a record of the previous one is unacknowledged
+        self._release_unacknowledged()
+
     def _hand_out(
         self, client: ShareConsumerClient, msgs: list[KafkaMessage]
     ) -> Iterator[ConsumerRecord]:
-        if self.guarantee is Guarantee.AT_MOST_ONCE:
-            keep = self._accept_first(client, msgs)
+        if self._q.guarantee is Guarantee.AT_MOST_ONCE:
+            keep = self._amo.accept_first(client, msgs)
             self._settled = dict.fromkeys(map(_key, keep), "accept")
             done = 0
             try:
                 for msg in keep:
                     done += 1
-                    record = self._decode_or_dead_letter(msg)
+                    record = self._amo.decode_or_dead_letter(msg)
                     if record is not None:
-                        self.stats.handled += 1  # handed out, never delivered again
+                        self._q.stats.handled += 1  # handed out, never delivered again
                         yield record
             finally:
-                self.stats.abandoned += len(keep) - done  # accepted, never handed out: lost
+                self._q.stats.abandoned += len(keep) - done  # accepted, never handed out: lost
             return
         self._in_flight = {_key(m): m for m in msgs}
         for msg in msgs:
-            if self._stop.is_set():
+            if self._q.stopped():
                 return  # the rest is released before the next poll or on the way out
-            decoded = self._decode(msg)
+            decoded = self._q.decode(msg)
             if isinstance(decoded, SerializationError):
-                self._give_up(
-                    [msg],
-                    [0],
-                    lambda _i, kind, m=msg: self._settle(m, kind),
-                    decoded,
-                    0,
-                    "deserialize",
-                )
+                self._alo.give_up([msg], [0], self._settler(msg), decoded, 0, "deserialize")
                 continue
             yield decoded
 
-    def ack(self, record: ConsumerRecord, outcome: Outcome = "accept") -> None:
-        """Settle one record of :meth:`records`: accept, release (redeliver) or reject it.
-
-        Args:
-            record: A record the iterator yielded, from its latest poll.
-            outcome: ``"accept"`` (done), ``"release"`` (delivered again, its delivery count
-                one higher) or ``"reject"`` (never delivered again).
-
-        Raises:
-            ConfigurationError: ``outcome`` is not one of the three.
-            AcknowledgementError: The record was acknowledged already, is from an earlier
-                poll (released when the next one began), or, at_most_once, a release or
-                reject of a record accepted before it was handed out.
-        """
+    def ack(self, record: ConsumerRecord, outcome: AckOutcome = "accept") -> None:
+        """:meth:`QueueConsumer.ack <sdk.queue.QueueConsumer.ack>`."""
         kind = _KINDS.get(outcome)
         if kind is None:
             raise ConfigurationError(
@@ -188,7 +141,7 @@ class ManualAcknowledgement:
                 field="outcome",
             )
         key = (record.topic, record.partition, record.offset)
-        msg = getattr(self, "_in_flight", {}).pop(key, None)
+        msg = self._in_flight.pop(key, None)
         if msg is None:
             error = self._not_in_flight(record, key, outcome)
             if error is not None:
@@ -199,8 +152,8 @@ class ManualAcknowledgement:
     def _not_in_flight(
         self, record: ConsumerRecord, key: _Key, outcome: str
     ) -> AcknowledgementError | None:
-        settled = getattr(self, "_settled", {}).get(key)
-        if self.guarantee is Guarantee.AT_MOST_ONCE and settled == "accept":
+        settled = self._settled.get(key)
+        if self._q.guarantee is Guarantee.AT_MOST_ONCE and settled == "accept":
             if outcome == "accept":
                 return None
             return AcknowledgementError(
@@ -228,6 +181,14 @@ class ManualAcknowledgement:
             record=record,
         )
 
+    def _settler(self, msg: KafkaMessage) -> Callable[[int, AcknowledgeType], None]:
+        """An ``ack(i, kind)`` for one record (the failure policy's acknowledgement)."""
+
+        def settle(_i: int, kind: AcknowledgeType) -> None:
+            self._settle(msg, kind)
+
+        return settle
+
     def _settle(self, msg: KafkaMessage, kind: AcknowledgeType, settled: str = "release") -> None:
         key = _key(msg)
         self._in_flight.pop(key, None)
@@ -235,26 +196,26 @@ class ManualAcknowledgement:
         assert client is not None  # records() holds it while it hands records out
         client.acknowledge(msg, kind)
         if kind is AcknowledgeType.ACCEPT:
-            self._check_slow(msg)  # acknowledged after its lock: maybe a duplicate
-            self.stats.accepted += 1
-            self.stats.handled += 1
+            self._q.check_slow(msg)  # acknowledged after its lock: maybe a duplicate
+            self._q.stats.accepted += 1
+            self._q.stats.handled += 1
             self._settled[key] = "accept"
         elif kind is AcknowledgeType.RELEASE:
-            self.stats.released += 1
+            self._q.stats.released += 1
             self._settled[key] = settled
         else:
-            self.stats.rejected += 1
+            self._q.stats.rejected += 1
             self._settled[key] = "reject"
 
     def _release_unacknowledged(self) -> None:
-        left = list(getattr(self, "_in_flight", {}).values())
-        if not left or getattr(self, "_ack_client", None) is None:
+        left = list(self._in_flight.values())
+        if not left or self._ack_client is None:
             return
         for msg in left:
             self._settle(msg, AcknowledgeType.RELEASE, _AUTO_RELEASED)
-        self.stats.unacknowledged += len(left)
+        self._q.stats.unacknowledged += len(left)
         first = _where(_key(left[0]))
-        self.stats.note(
+        self._q.stats.note(
             f"{len(left)} record(s) not acknowledged before the next poll (first {first}): "
             "released, they will be delivered again; call ack(record, ...) for each record "
             "records() yields",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -105,12 +105,12 @@ class Transaction:
         self.cursor = cursor
         self.rearm: str | None = None
 
-    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+    def execute(self, sql: str, params: Sequence[object] | Mapping[str, object] = ()) -> Any:
         """Run one statement in the batch's transaction; returns the cursor."""
         self.cursor.execute(sql, params)
         return self.cursor
 
-    def executemany(self, sql: str, rows: Iterable[Sequence[Any] | dict[str, Any]]) -> Any:
+    def executemany(self, sql: str, rows: Iterable[Sequence[object] | Mapping[str, object]]) -> Any:
         """Run one statement for each row of ``rows``; returns the cursor."""
         self.cursor.executemany(sql, rows)
         if self.rearm is not None:  # PostgreSQL <= 16: re-arm the idle-in-transaction timeout
@@ -195,7 +195,7 @@ class Session:
                 raise
         return bool(ended)
 
-    def _execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+    def _execute(self, sql: str, params: Sequence[object] = ()) -> Any:
         cursor = self.transaction.cursor
         cursor.execute(sql, params)
         return cursor
@@ -281,7 +281,7 @@ class Session:
             many = self.dialect.advance_many
             if many is not None and len(ends) > 1:
                 keys = sorted(ends)
-                params: list[Any] = []
+                params: list[object] = []
                 for tp in keys:
                     params += [tp[0], tp[1], ends[tp], epochs[tp]]
                 params.append(group)

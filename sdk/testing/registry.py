@@ -37,9 +37,9 @@ import urllib.request
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from sdk.errors import ClusterError, JavaNotFoundError, MavenError, PortInUseError
 from sdk.testing.cluster._config import free_ports
 from sdk.testing.cluster._spawner import spawn_logged
+from sdk.testing.errors import ClusterError, JavaNotFoundError, MavenError, PortInUseError
 from sdk.testing.tools import cache_root, find_mvn, java_major_version
 
 __all__ = [

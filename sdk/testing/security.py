@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sdk.errors import ClusterError
+from sdk.testing.errors import ClusterError
 
 __all__ = ["TlsFiles", "create_scram_user", "grant", "make_tls", "sasl_ssl_config"]
 

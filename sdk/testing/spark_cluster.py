@@ -157,7 +157,7 @@ class StandaloneSpark:
 
         Args:
             timeout_s: Seconds each process gets to come up.
-            timeout: Deprecated name of ``timeout_s``.
+            timeout: Deprecated name of ``timeout_s``, removed in 0.3.
 
         Raises:
             RuntimeError: A process exited early (its log tail is in the message).
@@ -278,7 +278,7 @@ class ConnectServer:
 
         Args:
             timeout_s: Seconds the server gets to listen.
-            timeout: Deprecated name of ``timeout_s``.
+            timeout: Deprecated name of ``timeout_s``, removed in 0.3.
 
         Raises:
             ConfigurationError: pyspark has no spark-connect jar.

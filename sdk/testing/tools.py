@@ -1,6 +1,6 @@
 """Locating the external tools the local cluster needs: a Java runtime and Maven.
 
-Each lookup fails with a one-paragraph :class:`~sdk.errors.ClusterError` that names the fix.
+Each lookup fails with a one-paragraph :class:`~sdk.testing.errors.ClusterError` that names the fix.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from sdk.errors import JavaNotFoundError, MavenError
+from sdk.testing.errors import JavaNotFoundError, MavenError
 
 __all__ = ["MIN_JAVA", "cache_root", "find_java", "find_mvn", "java_major_version"]
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
 
-from sdk.errors import ClusterError, PortInUseError
+from sdk.testing.errors import ClusterError, PortInUseError
 from sdk.testing.tools import cache_root
 
 __all__ = [

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sdk.partitioners import MURMUR2
+from sdk.partitioners._native import MURMUR2
 from tests.sdk.consumer._support import Ledger
 
 ROOT = Path(__file__).resolve().parents[2]

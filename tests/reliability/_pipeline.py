@@ -18,7 +18,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from sdk.profiles import Guarantee, parse_guarantee
+from sdk.profiles import Guarantee
+from sdk.profiles._common import parse_guarantee
 from sdk.testing.admin import create_topic
 from sdk.testing.cluster import LocalCluster
 from tests.reliability._faults import FAULTS, FaultContext

@@ -63,3 +63,42 @@ def test_every_class_in_all_is_an_sdk_error() -> None:
 )
 def test_is_transient(error: object, transient: bool) -> None:
     assert is_transient(error) is transient
+
+
+HARNESS_ERRORS = [
+    "BrokerStartError",
+    "ClusterError",
+    "JavaNotFoundError",
+    "MavenError",
+    "PortInUseError",
+]
+
+
+@pytest.mark.parametrize("name", HARNESS_ERRORS)
+def test_the_harness_errors_live_in_sdk_testing_under_the_one_root(name: str) -> None:
+    from sdk import testing
+    from sdk.testing import errors as testing_errors
+
+    cls = getattr(testing, name)
+    assert cls is getattr(testing_errors, name)
+    assert cls.__module__ == "sdk.testing.errors"
+    assert issubclass(cls, errors.SdkError)
+    assert name not in errors.__all__
+
+
+@pytest.mark.parametrize("name", HARNESS_ERRORS)
+def test_the_harness_errors_old_place_warns_with_the_new_place_and_the_removal(name: str) -> None:
+    from sdk import testing
+
+    with pytest.warns(
+        DeprecationWarning, match=rf"sdk\.errors\.{name} .*removed in 0\.3.*sdk\.testing"
+    ):
+        old = getattr(errors, name)
+    assert old is getattr(testing, name)
+    with pytest.warns(DeprecationWarning):
+        from sdk.errors import MavenError  # noqa: F401  the old import still works
+
+
+def test_an_unknown_name_of_sdk_errors_is_still_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="NoSuchError"):
+        errors.NoSuchError  # noqa: B018

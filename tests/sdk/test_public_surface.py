@@ -26,7 +26,6 @@ ROOTS = ("sdk", "spark_integration")
 WITHOUT_EXPORTS = {
     "sdk.consumer.engine": "the front ends' internal interface (its docstring says so)",
     "sdk.core": "a package docstring; its public module sdk.core.session is listed",
-    "sdk.testing": "a package docstring; its public modules are listed",
 }
 """Modules without ``__all__`` that export nothing, and why."""
 

@@ -19,7 +19,7 @@ from spark_integration import (
     explain_ranges,
     format_progress,
     offsets_json,
-    transactional_id_for,
+    range_transactional_id,
 )
 
 
@@ -75,9 +75,9 @@ def test_only_exactly_once_with_a_prefix() -> None:
 
 
 def test_transactional_id_is_per_input_partition_and_stable() -> None:
-    a = transactional_id_for("p-", "job", "g", "in", 3)
-    assert a == "p-job.g.in.3" == transactional_id_for("p-", "job", "g", "in", 3)
-    assert a != transactional_id_for("p-", "job", "g", "in", 2)
+    a = range_transactional_id("p-", "job", "g", "in", 3)
+    assert a == "p-job.g.in.3" == range_transactional_id("p-", "job", "g", "in", 3)
+    assert a != range_transactional_id("p-", "job", "g", "in", 2)
 
 
 RANGES = [
@@ -162,7 +162,7 @@ def test_connector_candidates() -> None:
 
 
 def test_slice_of_is_deterministic_and_spreads_partitions() -> None:
-    from spark_integration import slice_of
+    from spark_integration._slicing import slice_of
 
     slices = [slice_of(("orders", p), 4) for p in range(8)]
     assert sorted(slices[:4]) == [0, 1, 2, 3]  # one topic's partitions go round-robin

@@ -11,7 +11,8 @@ import pytest
 from sdk.errors import ConfigurationError
 from sdk.processor import OutputRecord
 from sdk.profiles import ProducerProfile
-from spark_integration import ExactlyOnceStreamingSink, StreamingSinkConfig, write_slice
+from spark_integration import ExactlyOnceStreamingSink, StreamingSinkConfig
+from spark_integration._streaming import write_slice
 from tests.spark_integration._support import committed, read_values, verdict
 
 pytestmark = [pytest.mark.broker]

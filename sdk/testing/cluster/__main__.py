@@ -21,9 +21,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sdk.errors import ClusterError
 from sdk.testing.cluster._local import LocalCluster, NodeState
 from sdk.testing.cluster._proxy import NetworkFaults
+from sdk.testing.errors import ClusterError
 from sdk.testing.jars import resolve_broker_jars, session_kafka_version
 from sdk.testing.tools import cache_root
 

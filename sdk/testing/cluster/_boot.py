@@ -13,9 +13,9 @@ import time
 import uuid
 from collections.abc import Iterable
 
-from sdk.errors import BrokerStartError, PortInUseError
 from sdk.testing.cluster._node import Node, NodeState
 from sdk.testing.cluster._spawner import spawn_logged
+from sdk.testing.errors import BrokerStartError, PortInUseError
 from sdk.testing.jars import BrokerJars
 
 __all__ = [

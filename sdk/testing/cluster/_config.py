@@ -6,8 +6,8 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
-from sdk.errors import PortInUseError
 from sdk.testing.cluster._node import Node
+from sdk.testing.errors import PortInUseError
 
 __all__ = [
     "INTERNAL_LISTENER",

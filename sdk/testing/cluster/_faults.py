@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sdk._deprecation import renamed_default
-from sdk.errors import ClusterError
 from sdk.testing.cluster._node import Node, NodeState
+from sdk.testing.errors import ClusterError
 
 __all__ = ["FaultInjection"]
 
@@ -54,7 +54,7 @@ class FaultInjection:
         Args:
             node_id: The node.
             timeout_s: Seconds it gets to shut down before it is killed.
-            timeout: Deprecated name of ``timeout_s``.
+            timeout: Deprecated name of ``timeout_s``, removed in 0.3.
         """
         limit = renamed_default("LocalCluster.stop", "timeout", timeout, "timeout_s", timeout_s)
         node = self._node(node_id)
@@ -117,7 +117,7 @@ class FaultInjection:
             timeout_s: Seconds to wait for a (new) leader.
             exclude: Wait until the leader is not this node (e.g. one just killed: metadata
                 names it until the controller notices, ``broker.session.timeout.ms``).
-            timeout: Deprecated name of ``timeout_s``.
+            timeout: Deprecated name of ``timeout_s``, removed in 0.3.
 
         Raises:
             ClusterError: The partition has no leader (or the topic is unknown) within

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from sdk._deprecation import RenamedAttribute, renamed_default
-from sdk.errors import ClusterError, PortInUseError
 from sdk.testing.cluster._boot import (
     format_storage,
     java_cmd,
@@ -41,6 +40,7 @@ from sdk.testing.cluster._config import (
 from sdk.testing.cluster._faults import FaultInjection
 from sdk.testing.cluster._node import Node, NodeState
 from sdk.testing.cluster._proxy import NetworkFaults
+from sdk.testing.errors import ClusterError, PortInUseError
 from sdk.testing.jars import BrokerJars, resolve_broker_jars, session_kafka_version
 from sdk.testing.tools import find_java
 
@@ -81,7 +81,7 @@ class LocalCluster(FaultInjection):
         mvn: Path of ``mvn`` for the first jar resolution.
         cache_dir: Jar cache root (default :func:`sdk.testing.tools.cache_root`).
         progress: Receives progress lines (default: stderr).
-        start_timeout: Deprecated name of ``start_timeout_s``.
+        start_timeout: Deprecated name of ``start_timeout_s``, removed in 0.3.
 
     Attributes:
         start_duration_s: Seconds the last :meth:`start` took (None before it).
@@ -137,7 +137,7 @@ class LocalCluster(FaultInjection):
             self._extra_listeners.update(NetworkFaults.LISTENERS)
 
     start_seconds = RenamedAttribute[float | None]("start_duration_s")
-    """Deprecated name of :attr:`start_duration_s`."""
+    """Deprecated name of :attr:`start_duration_s`, removed in 0.3."""
 
     # ------------------------------------------------------------------ life cycle
     def __enter__(self) -> LocalCluster:
@@ -248,7 +248,7 @@ class LocalCluster(FaultInjection):
 
         Args:
             grace_s: Seconds a node gets to shut down cleanly before it is killed.
-            grace: Deprecated name of ``grace_s``.
+            grace: Deprecated name of ``grace_s``, removed in 0.3.
         """
         self._terminate_all(
             renamed_default("LocalCluster.close", "grace", grace, "grace_s", grace_s)
@@ -317,7 +317,7 @@ class LocalCluster(FaultInjection):
             main_class: The tool's class, e.g. ``org.apache.kafka.tools.TransactionsCommand``.
             *args: Its command-line arguments.
             timeout_s: Seconds it may run.
-            timeout: Deprecated name of ``timeout_s``.
+            timeout: Deprecated name of ``timeout_s``, removed in 0.3.
 
         Returns:
             Its standard output.

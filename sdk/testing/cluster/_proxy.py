@@ -21,10 +21,10 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from sdk.errors import ClusterError
 from sdk.testing.cluster._config import INTERNAL_LISTENER, free_ports
 from sdk.testing.cluster._node import Node
 from sdk.testing.cluster._spawner import spawn_logged
+from sdk.testing.errors import ClusterError
 from sdk.testing.toxiproxy import Direction, ToxiproxyClient, install_toxiproxy
 
 __all__ = ["NetworkFaults", "Stream"]

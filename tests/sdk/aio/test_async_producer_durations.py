@@ -74,7 +74,9 @@ def test_each_transaction_timeout_reaches_librdkafka_under_both_names(
     deprecations = [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
     assert seen == [(reaches, 7.5)]
     expected = (
-        [] if keyword == "timeout_s" else [f"{where}(timeout=) is deprecated, use timeout_s="]
+        []
+        if keyword == "timeout_s"
+        else [f"{where}(timeout=) is deprecated and removed in 0.3: use timeout_s="]
     )
     assert deprecations == expected
 
@@ -96,7 +98,7 @@ def test_flush_and_close_wait_their_timeout_under_both_names(method: str, keywor
         warnings.simplefilter("always")
         asyncio.run(main())
     deprecations = [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
-    old = [f"AsyncProducer.{method}(timeout=) is deprecated, use timeout_s="]
+    old = [f"AsyncProducer.{method}(timeout=) is deprecated and removed in 0.3: use timeout_s="]
     assert deprecations == ([] if keyword == "timeout_s" else old)
 
 

@@ -4,15 +4,12 @@ import random
 
 import pytest
 
-from sdk.assignors import (
+from sdk.assignors import Member, SupportsSticky, TopicPartition, check_plan
+from sdk.assignors._builtin import (
     CooperativeStickyAssignor,
-    Member,
     RangeAssignor,
     RoundRobinAssignor,
     StickyAssignor,
-    SupportsSticky,
-    TopicPartition,
-    check_plan,
 )
 from sdk.errors import ConfigurationError
 
@@ -124,7 +121,7 @@ def test_check_plan_rejects_double_and_missing_ownership() -> None:
 
 
 def test_static_members_are_ordered_by_instance_id_like_librdkafka() -> None:
-    from sdk.assignors import librdkafka_order
+    from sdk.assignors._builtin import librdkafka_order
 
     ms = [Member.of(f"m{'-' * i}-uuid{i}", ["t"], instance_id="m" + "-" * i) for i in range(3)]
     assert [m.instance_id for m in librdkafka_order(ms)] == ["m", "m-", "m--"]

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from sdk.assignors import assignor_config, check_group_config
+from sdk.assignors import assignor_config
+from sdk.assignors._group import check_group_config
 from sdk.errors import ConfigurationError
 
 

@@ -13,7 +13,8 @@ from confluent_kafka import Consumer, ConsumerGroupState, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
-from sdk.assignors import Member, RackAwareAssignor, RangeAssignor, TopicPartition
+from sdk.assignors import Member, RackAwareAssignor, TopicPartition
+from sdk.assignors._builtin import RangeAssignor
 from sdk.testing.backends import KafkaBackend
 from tests.sdk.assignors._procs import Worker, produce, wait_for, workers
 

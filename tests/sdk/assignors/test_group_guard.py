@@ -8,7 +8,8 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import Consumer
 
-from sdk.assignors import GroupAssignedConsumer, decode_client_id, encode_client_id
+from sdk.assignors import GroupAssignedConsumer
+from sdk.assignors._group import decode_client_id, encode_client_id
 from sdk.errors import ConfigurationError
 from sdk.testing.backends import KafkaBackend
 

@@ -8,15 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from sdk.assignors import (
-    ENTRY_POINT_GROUP,
-    Assignor,
-    RangeAssignor,
-    available_assignors,
-    register_assignor,
-    resolve_assignor,
-    unregister_assignor,
-)
+from sdk.assignors import Assignor, available_assignors, register_assignor, resolve_assignor
+from sdk.assignors._builtin import RangeAssignor
+from sdk.assignors._registry import ENTRY_POINT_GROUP, unregister_assignor
 from sdk.errors import ConfigurationError
 
 

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from sdk.consumer import AckTracker
+from sdk.consumer._offsets import AckTracker
 
 
 def test_in_order_acks_advance_one_by_one() -> None:

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from sdk.consumer import Consumer, ConsumerState
+from sdk.consumer import Consumer
 from sdk.errors import ClosedError, ConfigurationError
+from sdk.lifecycle import Lifecycle
 from sdk.profiles import ConsumerProfile
 
 UNREACHABLE = "127.0.0.1:1"
@@ -30,9 +31,9 @@ def test_exactly_once_is_refused_with_the_field_named() -> None:
 def test_no_client_is_created_in_init() -> None:
     made: list[Any] = []
     c = Consumer(_profile(), ["t"], client_factory=lambda cfg: made.append(cfg))
-    assert c.state is ConsumerState.NEW and made == []
+    assert c.state is Lifecycle.NEW and made == []
     c.close()
-    assert c.state is ConsumerState.CLOSED and made == []
+    assert c.state is Lifecycle.CLOSED and made == []
 
 
 @pytest.mark.parametrize("guarantee", ["at_most_once", "at_least_once"])
@@ -121,14 +122,15 @@ def test_sigterm_handler_is_installed_only_during_the_run_and_restored() -> None
     during: list[Any] = []
     try:
         with Consumer(_profile(), ["t"]) as c:
-            real_poll = c._poll
+            real_poll = c._group.poll
 
-            def spy(client: Any, limit: int) -> list[Any]:  # observe from inside the loop
+            # observe from inside the loop
+            def spy(client: Any, limit: int, timeout_s: float) -> list[Any]:
                 during.append(signal.getsignal(signal.SIGTERM))
                 os.kill(os.getpid(), signal.SIGTERM)  # the consumer's handler stops the run
-                return real_poll(client, limit)
+                return real_poll(client, limit, timeout_s)
 
-            c._poll = spy  # type: ignore[method-assign]
+            c._group.poll = spy  # type: ignore[method-assign]
             c.run(lambda r: None, handle_sigterm=True)
         assert len(during) == 1 and during[0] is not mine
         assert signal.getsignal(signal.SIGTERM) is mine  # restored afterwards
@@ -138,17 +140,17 @@ def test_sigterm_handler_is_installed_only_during_the_run_and_restored() -> None
 
 def _stopping_spy(c: Consumer, during: list[Any], *, sigterm: bool) -> None:
     """Observe the SIGTERM handler from inside the loop, then end the run (by SIGTERM or stop)."""
-    real_poll = c._poll
+    real_poll = c._group.poll
 
-    def spy(client: Any, limit: int) -> list[Any]:
+    def spy(client: Any, limit: int, timeout_s: float) -> list[Any]:
         during.append(signal.getsignal(signal.SIGTERM))
         if sigterm:
             os.kill(os.getpid(), signal.SIGTERM)  # only the consumer's handler keeps us alive
         else:
             c.stop()
-        return real_poll(client, limit)
+        return real_poll(client, limit, timeout_s)
 
-    c._poll = spy  # type: ignore[method-assign]
+    c._group.poll = spy  # type: ignore[method-assign]
 
 
 def test_sigterm_stops_a_run_by_default_in_the_main_thread() -> None:

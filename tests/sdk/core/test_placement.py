@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer as RawProducer
 
-from sdk.partitioners import FunctionPartitioner, register_partitioner, unregister_partitioner
+from sdk.partitioners import FunctionPartitioner, register_partitioner
+from sdk.partitioners._registry import unregister_partitioner
 from sdk.processor import OutputRecord, Processor
 from sdk.producer import Producer
 from sdk.profiles import ProcessingProfile, ProducerProfile

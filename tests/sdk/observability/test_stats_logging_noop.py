@@ -12,7 +12,8 @@ import time
 import pytest
 from pydantic import SecretStr
 
-from sdk.observability import PartitionLag, consumer_lag, is_secret_key, redact
+from sdk.observability import PartitionLag, consumer_lag, redact
+from sdk.observability._logging import is_secret_key
 from sdk.observability._stats import LagTable
 from tests.sdk.observability._support import make_otel
 

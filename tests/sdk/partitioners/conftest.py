@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sdk.partitioners import ENTRY_POINT_GROUP
+from sdk.partitioners._registry import ENTRY_POINT_GROUP
 
 
 @pytest.fixture

@@ -21,12 +21,8 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewPartitions
 
-from sdk.partitioners import (
-    PartitionRouter,
-    RoundRobinPartitioner,
-    StickyPartitioner,
-    resolve_partitioner,
-)
+from sdk.partitioners import PartitionRouter, StickyPartitioner, resolve_partitioner
+from sdk.partitioners._python import RoundRobinPartitioner
 from sdk.producer import Producer as SdkProducer
 from sdk.profiles import load_profiles
 

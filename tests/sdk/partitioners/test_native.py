@@ -7,14 +7,8 @@ from collections import Counter
 
 import pytest
 
-from sdk.partitioners import (
-    CONSISTENT,
-    CONSISTENT_RANDOM,
-    FNV1A,
-    MURMUR2,
-    RANDOM,
-    resolve_partitioner,
-)
+from sdk.partitioners import resolve_partitioner
+from sdk.partitioners._native import CONSISTENT, CONSISTENT_RANDOM, FNV1A, MURMUR2, RANDOM
 
 # apache/kafka clients/src/test/java/org/apache/kafka/common/utils/UtilsTest.java, testMurmur2:
 # the signed 32-bit result of Utils.murmur2(bytes).

@@ -10,14 +10,13 @@ import pytest
 from sdk.errors import ConfigurationError, SerializationError
 from sdk.partitioners import (
     BatchAware,
-    ExplicitPartitioner,
     FunctionPartitioner,
     KeyModPartitioner,
-    RoundRobinPartitioner,
     StickyPartitioner,
     TopicPartitioner,
     resolve_partitioner,
 )
+from sdk.partitioners._python import ExplicitPartitioner, RoundRobinPartitioner
 
 
 @pytest.mark.parametrize(("records", "partitions"), [(1000, 7), (10, 3), (2, 5), (999, 1)])

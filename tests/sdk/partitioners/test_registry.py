@@ -8,15 +8,15 @@ import pytest
 
 from sdk.errors import ConfigurationError
 from sdk.partitioners import (
-    MURMUR2,
     FunctionPartitioner,
     KeyModPartitioner,
     Partitioner,
     available_partitioners,
     register_partitioner,
     resolve_partitioner,
-    unregister_partitioner,
 )
+from sdk.partitioners._native import MURMUR2
+from sdk.partitioners._registry import unregister_partitioner
 
 BUILTINS = [
     "consistent",

@@ -10,12 +10,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from sdk.errors import ConfigurationError, KafkaTimeoutError, UnknownTopicError
-from sdk.partitioners import (
-    FunctionPartitioner,
-    PartitionRouter,
-    RoundRobinPartitioner,
-    StickyPartitioner,
-)
+from sdk.partitioners import FunctionPartitioner, PartitionRouter, StickyPartitioner
+from sdk.partitioners._python import RoundRobinPartitioner
 
 
 @dataclass

@@ -12,7 +12,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from sdk.errors import ClosedError, ConfigurationError
-from sdk.processor import OutputRecord, Processor, ProcessorState
+from sdk.lifecycle import Lifecycle
+from sdk.processor import OutputRecord, Processor
 from sdk.profiles import ProcessingProfile
 from sdk.testing.fakes import (
     FakeConsumerClient,
@@ -79,8 +80,8 @@ def copy(r: Any) -> list[OutputRecord]:
 
 def start(proc: Processor) -> None:
     """What run(copy) does before its loop, so a test can take the loop's steps itself."""
-    proc._use(copy, None)
-    proc.state = ProcessorState.RUNNING
+    proc._handling.use(copy, None)
+    proc.state = Lifecycle.RUNNING
     proc._start()
 
 
@@ -88,7 +89,7 @@ def drive(proc: Processor, steps: int = 20) -> None:
     start(proc)
     for _ in range(steps):
         proc._step()
-    proc._commit_or_recover()
+    proc._commits.commit_or_recover()
 
 
 def committed_values() -> list[bytes]:

@@ -91,8 +91,8 @@ def main() -> None:
         # A stuck handler in the middle of a transaction that already holds records: the test
         # then SIGSTOPs the process, so it is a zombie with an open transaction, deterministically.
         assert freeze is not None
-        if freeze.exists() and held and held[0]._pending > 0:
-            freeze.with_suffix(".held").write_text(str(held[0]._pending))
+        if freeze.exists() and held and held[0]._commits.pending > 0:
+            freeze.with_suffix(".held").write_text(str(held[0]._commits.pending))
             return True
         return False
 

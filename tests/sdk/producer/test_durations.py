@@ -102,7 +102,7 @@ def test_each_timeout_reaches_librdkafka_under_its_new_and_its_old_name(
         assert caught == []
     else:
         assert [str(w.message) for w in caught] == [
-            f"{where}(timeout=) is deprecated, use timeout_s="
+            f"{where}(timeout=) is deprecated and removed in 0.3: use timeout_s="
         ]
         assert caught[0].filename == __file__  # the warning points at the caller's line
 
@@ -201,6 +201,6 @@ def test_the_router_takes_its_durations_in_s_and_under_the_old_names(
         router = PartitionRouter("round_robin", {}, **{old: 6.0})
     assert getattr(router, attribute) == 6.0
     assert [str(w.message) for w in caught] == [
-        f"PartitionRouter({old}=) is deprecated, use {new}="
+        f"PartitionRouter({old}=) is deprecated and removed in 0.3: use {new}="
     ]
     assert caught[0].filename == __file__

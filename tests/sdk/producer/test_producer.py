@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from sdk.errors import ClosedError, ConfigurationError, DeliveryError
-from sdk.producer import Producer, ProducerRecord, ProducerState, RecordMetadata
+from sdk.lifecycle import Lifecycle
+from sdk.producer import Producer, ProducerRecord, RecordMetadata
 from tests.placement import java_partition
 from tests.sdk.producer._support import profile, read_all
 
@@ -18,9 +19,9 @@ pytestmark = pytest.mark.broker
 
 def test_no_client_before_first_send() -> None:
     producer = Producer(profile("127.0.0.1:1"))  # nothing listens there; nothing is contacted
-    assert producer.state is ProducerState.NEW
+    assert producer.state is Lifecycle.NEW
     producer.close()
-    assert producer.state is ProducerState.CLOSED
+    assert producer.state is Lifecycle.CLOSED
     with pytest.raises(ClosedError, match="closed"):
         producer.send("t", b"v")
 
@@ -34,7 +35,7 @@ def test_send_round_trip_with_serializers_and_headers(kafka_cluster: Any, make_t
         assert handle.done() and handle.exception() is None
         assert isinstance(meta, RecordMetadata) and meta.topic == topic and meta.offset >= 0
         meta2 = producer.send_and_wait(ProducerRecord(topic, {"id": 8}, "k8"), timeout_s=30)
-    assert producer.state is ProducerState.CLOSED
+    assert producer.state is Lifecycle.CLOSED
     msgs = read_all(bs, topic, 2)
     by_key = {m.key(): m for m in msgs}
     assert json.loads(by_key[b"k7"].value()) == {"id": 7}

@@ -90,7 +90,7 @@ class _Polls:
 def test_a_poll_without_errors_is_handed_on_whole_and_counted() -> None:
     queue = QueueConsumer(_profile(), ["t"], telemetry=False)
     messages = [Message(topic="t", partition=0, offset=i, value=b"v") for i in range(3)]
-    assert queue._poll(_Polls(messages)) == messages
+    assert queue._source.poll(_Polls(messages), 0, 0.0) == messages
     assert queue.stats.polled == 3 and queue.stats.redelivered == 0  # no count: first delivery
     assert queue.stats.events == []
 
@@ -103,10 +103,10 @@ def test_a_messages_poll_is_handed_on_as_a_list_of_its_records() -> None:
     polled, copies = Messages(messages), []
     records = polled.records
     polled.records = lambda: copies.append(1) or records()  # its public copy, taken once
-    got = queue._poll(_Polls(polled))
+    got = queue._source.poll(_Polls(polled), 0, 0.0)
     assert type(got) is list and got == messages and copies == [1]
     bad = Message(topic="t", error=KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION, "moved"))
-    assert queue._poll(_Polls(Messages([messages[0], bad]))) == messages[:1]
+    assert queue._source.poll(_Polls(Messages([messages[0], bad])), 0, 0.0) == messages[:1]
     assert queue.stats.polled == 4 and len(queue.stats.events) == 1
 
 
@@ -115,7 +115,7 @@ def test_a_poll_with_errors_hands_on_only_the_records_and_reports_the_errors() -
     ok = [Message(topic="t", partition=0, offset=i, value=b"v") for i in range(2)]
     eof = Message(topic="t", error=KafkaError(KafkaError._PARTITION_EOF))
     bad = Message(topic="t", error=KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION, "moved"))
-    assert queue._poll(_Polls([ok[0], eof, bad, ok[1]])) == ok
+    assert queue._source.poll(_Polls([ok[0], eof, bad, ok[1]]), 0, 0.0) == ok
     assert queue.stats.polled == 2
     assert len(queue.stats.events) == 1 and "moved" in queue.stats.events[0]  # not the EOF
 
@@ -124,4 +124,4 @@ def test_a_fatal_error_in_a_poll_is_raised() -> None:
     queue = QueueConsumer(_profile(), ["t"], telemetry=False)
     fatal = Message(topic="t", error=KafkaError(KafkaError._FENCED, "fenced", fatal=True))
     with pytest.raises(KafkaClientError, match="fenced"):
-        queue._poll(_Polls([Message(topic="t", value=b"v"), fatal]))
+        queue._source.poll(_Polls([Message(topic="t", value=b"v"), fatal]), 0, 0.0)

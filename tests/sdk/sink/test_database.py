@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from sdk.errors import ConfigurationError, DatabaseError, DatabaseUnavailableError
-from sdk.sink import DIALECTS, Database, Dialect, Position, sqlite
+from sdk.sink import DIALECTS, Database, Dialect, sqlite
+from sdk.sink._database import Position
 from sdk.sink._dialects import resolve_dialect
 
 

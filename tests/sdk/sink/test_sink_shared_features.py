@@ -51,6 +51,6 @@ def test_verify_cluster_refuses_a_failing_cluster_before_any_client(
     with pytest.raises(DoctorError) as info:
         sink.run_batch(write, idle_timeout_s=5)
     assert info.value.checks == [f"topic {topic}: unclean leader election"]
-    assert sink._client is None  # refused before any client connected
+    assert sink._loop.client is None  # refused before any client connected
     assert not (tmp_path / "out.db").exists()  # nor the database
     sink.close()

@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from sdk._deprecation import renamed_default
-from sdk.errors import ClusterError, ConfigurationError
+from sdk.errors import ConfigurationError
 from sdk.testing import admin, spark_cluster
 from sdk.testing.cluster import LocalCluster
+from sdk.testing.errors import ClusterError
 from sdk.testing.spark_cluster import ConnectServer, StandaloneSpark
 
 
@@ -54,7 +55,9 @@ def fake_admin(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
 def test_renamed_default_prefers_the_old_name_when_given() -> None:
     assert renamed_default("f", "timeout", None, "timeout_s", 3.0) == 3.0
-    with pytest.warns(DeprecationWarning, match=r"f\(timeout=\) is deprecated, use timeout_s="):
+    with pytest.warns(
+        DeprecationWarning, match=r"f\(timeout=\) is deprecated and removed in 0\.3: use timeout_s="
+    ):
         assert renamed_default("f", "timeout", 7.0, "timeout_s", 3.0) == 7.0
 
 

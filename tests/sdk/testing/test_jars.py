@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sdk.errors import MavenError
+from sdk.testing.errors import MavenError
 from sdk.testing.jars import DEFAULT_KAFKA_VERSION, resolve_broker_jars
 
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from sdk.errors import BrokerStartError, JavaNotFoundError, PortInUseError
 from sdk.testing.admin import create_topic
 from sdk.testing.backends import KafkaBackend
 from sdk.testing.cluster import LocalCluster, NodeState
+from sdk.testing.errors import BrokerStartError, JavaNotFoundError, PortInUseError
 from sdk.testing.pytest_plugin import require_local
 
 

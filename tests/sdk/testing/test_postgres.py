@@ -16,7 +16,8 @@ import psycopg
 import psycopg.errors
 import pytest
 
-from sdk.errors import ClusterError, ConfigurationError
+from sdk.errors import ConfigurationError
+from sdk.testing.errors import ClusterError
 from sdk.testing.postgres import PostgresServer
 
 pytestmark = pytest.mark.postgres

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sdk.errors import JavaNotFoundError
+from sdk.testing.errors import JavaNotFoundError
 from sdk.testing.registry import MIN_REGISTRY_JAVA, SchemaRegistryServer, find_registry_java
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sdk.errors import ClusterError, JavaNotFoundError, MavenError
+from sdk.testing.errors import ClusterError, JavaNotFoundError, MavenError
 from sdk.testing.tools import cache_root, find_java, find_mvn, java_major_version
 
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from sdk.errors import ClusterError, PortInUseError
 from sdk.testing.cluster._config import INTERNAL_LISTENER, render_config
 from sdk.testing.cluster._node import Node
 from sdk.testing.cluster._proxy import NetworkFaults
+from sdk.testing.errors import ClusterError, PortInUseError
 from sdk.testing.toxiproxy import (
     INSTALL_HINT,
     TOXIPROXY_VERSION,
