@@ -10,6 +10,7 @@ them. Errors that come from librdkafka keep the original ``KafkaError`` (see
     ├── ConfigurationError            bad profile or option; names the offending field
     ├── ClosedError                   a client was used after close()
     ├── SerializationError            a serializer/deserializer failed; keeps the record
+    ├── SchemaRegistryUnavailableError  the schema registry is unreachable / 5xx (transient)
     ├── HandlerError                  the user's handler failed after every retry
     ├── KafkaClientError              wraps a confluent_kafka.KafkaError (.code, .retriable, ...)
     │   ├── KafkaTimeoutError         an operation did not finish in time (outcome unknown)
@@ -62,6 +63,7 @@ __all__ = [
     "KafkaTimeoutError",
     "ProducerFencedError",
     "RecordTooLargeError",
+    "SchemaRegistryUnavailableError",
     "SdkError",
     "SerializationError",
     "TransactionAbortableError",
@@ -118,6 +120,29 @@ class SerializationError(SdkError):
     def __init__(self, message: str, *, record: Any = None) -> None:
         super().__init__(message)
         self.record = record
+
+
+class SchemaRegistryUnavailableError(SdkError):
+    """The schema registry did not answer (unreachable, timed out, 5xx, or refused the credentials).
+
+    Not the record's fault, so never a poison record: a consumer retries the same record with
+    backoff and, once its ``registry_timeout_s`` has passed, stops with this error; nothing of
+    that record or after it is committed or dead-lettered. A producer raises it from
+    ``send()`` (the record is not queued; send it again later).
+
+    Attributes:
+        record: The record (or ``confluent_kafka.Message``) that was being (de)serialized.
+        url: The registry's URL.
+        waited_s: How long a consumer retried before giving up (0 when it did not wait).
+    """
+
+    def __init__(
+        self, message: str, *, record: Any = None, url: str = "", waited_s: float = 0.0
+    ) -> None:
+        super().__init__(message)
+        self.record = record
+        self.url = url
+        self.waited_s = waited_s
 
 
 class HandlerError(SdkError):

@@ -11,6 +11,8 @@ exit 0 without a traceback. An HTML comment right above a block says how else to
   from an earlier block; else until it idles in its poll loop), sends SIGINT, and wants exit 0
   and no traceback.
 - ``<!-- postgres: ... -->``: it needs PostgreSQL; ``DATABASE_URL`` names a fresh database.
+- ``<!-- registry: ... -->``: it needs a schema registry; ``KSEM_SCHEMA_REGISTRY_URL`` names the
+  session's (``sdk.testing.registry``).
 - ``<!-- spark: ... -->``: it needs pyspark and Java 17; it runs only under the ``spark`` marker.
 - ``<!-- fragment: needs ... -->``: deliberately not a program (a Protocol, a signature, lines
   that live inside some other code); it is not run, and the note says what it needs.
@@ -34,7 +36,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-MARKER = re.compile(r"<!--\s*(fragment|service|postgres|spark)\b:?\s*(.*?)\s*-->")
+MARKER = re.compile(r"<!--\s*(fragment|service|postgres|registry|spark)\b:?\s*(.*?)\s*-->")
 BLOCK_TIMEOUT_S = 120.0
 SERVICE_OUTPUT_WAIT_S = 45.0
 SERVICE_SETTLE_S = 4.0
@@ -94,6 +96,8 @@ def _page_param(page: Path) -> object:
     marks = [pytest.mark.broker]
     if any("postgres" in b.marks for b in blocks):
         marks.append(pytest.mark.postgres)
+    if any("registry" in b.marks for b in blocks):
+        marks.append(pytest.mark.registry)
     if any("LocalCluster(nodes=3" in b.code for b in blocks):  # starts 3-node clusters itself
         marks.append(pytest.mark.cluster)
     return pytest.param(page, marks=marks, id=str(page.relative_to(ROOT)))
@@ -260,6 +264,8 @@ def test_page_runs(page: Path, request: pytest.FixtureRequest, tmp_path: Path) -
     extra: dict[str, str] = {}
     if any("postgres" in b.marks for b in python_blocks(page)):
         extra["DATABASE_URL"] = request.getfixturevalue("postgres_uri")
+    if any("registry" in b.marks for b in python_blocks(page)):
+        extra["KSEM_SCHEMA_REGISTRY_URL"] = request.getfixturevalue("schema_registry")
     run_page(page, tmp_path, _env(cluster.bootstrap_servers, **extra))
 
 

@@ -8,12 +8,19 @@ from typing import Any, TypeVar
 
 from sdk._client import KafkaMessage
 from sdk.consumer._records import ConsumerRecord, ConsumerStats
-from sdk.errors import ConfigurationError, HandlerError, SdkError, SerializationError
+from sdk.consumer._registry_wait import RegistryWait, as_unavailable
+from sdk.errors import (
+    ConfigurationError,
+    HandlerError,
+    SchemaRegistryUnavailableError,
+    SdkError,
+    SerializationError,
+)
 from sdk.failure import HandlerRunner, dead_letter
 from sdk.observability import Telemetry
 from sdk.producer import Producer, ProducerRecord
 from sdk.profiles import ConsumerProfile, Guarantee, ProducerProfile, QueueProfile
-from sdk.serialization import Deserializer, resolve_deserializer
+from sdk.serialization import Deserializer, bind_deserializer
 
 __all__ = ["DeadLetterSink", "FailurePath", "RecordDecoder", "dead_letter_sink"]
 
@@ -27,11 +34,14 @@ class RecordDecoder:
     """Turns a ``confluent_kafka.Message`` into a :class:`ConsumerRecord`."""
 
     def __init__(self, key: str | Deserializer, value: str | Deserializer) -> None:
-        self._key = resolve_deserializer(key, "key_deserializer")
-        self._value = resolve_deserializer(value, "value_deserializer")
-        bytes_in = resolve_deserializer("bytes")
+        self._key = bind_deserializer(key, "key_deserializer")
+        self._value = bind_deserializer(value, "value_deserializer")
+        bytes_in = bind_deserializer("bytes", "value_deserializer")
         self.raw = self._key is bytes_in and self._value is bytes_in
         """Both deserializers are ``bytes``: a record is the message's key and value as is."""
+        self.registry_wait = RegistryWait.for_deserializers(key, value)
+        """Retries a record while its schema registry is unavailable (never a poison pill)."""
+        self._waiting = False
 
     def try_decode(self, message: KafkaMessage) -> ConsumerRecord | None:
         """Like :meth:`decode`, but None for a poison pill."""
@@ -43,23 +53,43 @@ class RecordDecoder:
     def decode(self, message: KafkaMessage) -> ConsumerRecord:
         """Deserialize key and value.
 
+        A schema registry that does not answer is retried on the same record
+        (:class:`RegistryWait`), not taken for a poison pill.
+
         Raises:
             SerializationError: A deserializer failed (a poison pill); ``.record`` is the raw
                 ``confluent_kafka.Message`` and ``__cause__`` the deserializer's exception.
+            SchemaRegistryUnavailableError: The registry stayed unavailable for the wait's
+                timeout.
         """
         topic = message.topic()
         part = "key"
         try:
-            key = self._key(message.key(), topic)
+            key = self._key(message.key(), message)
             part = "value"
-            value = self._value(message.value(), topic)
+            value = self._value(message.value(), message)
         except Exception as exc:
+            unavailable = as_unavailable(exc, message)
+            if unavailable is not None:  # the registry's fault, not the record's
+                unavailable.record = message
+                if self._waiting:
+                    raise unavailable from exc
+                return self._wait_for_registry(message, unavailable)
             raise SerializationError(
                 f"deserializing the {part} of {topic}[{message.partition()}]@{message.offset()} "
                 f"failed: {exc!r}",
                 record=message,
             ) from exc
         return ConsumerRecord(key, value, message)
+
+    def _wait_for_registry(
+        self, message: KafkaMessage, error: SchemaRegistryUnavailableError
+    ) -> ConsumerRecord:
+        self._waiting = True
+        try:
+            return self.registry_wait.retry(lambda: self.decode(message), message, error)
+        finally:
+            self._waiting = False
 
 
 class DeadLetterSink:
@@ -193,6 +223,7 @@ class FailurePath:
         self.policy = profile.failure
         self.stats = stats
         self.decoder = RecordDecoder(key_deserializer, value_deserializer)
+        self.decoder.registry_wait.on_retry = self._count_registry_retry
         self._runner = HandlerRunner(profile.failure, on_retry=self._count_retry)
         self.telemetry: Telemetry | None = None
         self.dlq = dead_letter_sink(profile, dead_letter_producer_config)
@@ -245,6 +276,11 @@ class FailurePath:
             self._fail(exc, messages, attempts=exc.attempts, stage="handler")
             return
         self.stats.handled += len(messages)
+
+    def _count_registry_retry(self) -> None:
+        self.stats.registry_retries += 1
+        if self.telemetry is not None:
+            self.telemetry.retry("schema_registry")
 
     def _count_retry(self) -> None:
         self.stats.retries += 1

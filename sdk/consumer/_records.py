@@ -59,6 +59,8 @@ class ConsumerStats:
             twice); nothing is stored for them.
         revoked: Rebalance revocations handled.
         lost: Partition losses (session expired) seen.
+        registry_retries: Decodings of a record retried because the schema registry did not
+            answer (the record was neither dead-lettered nor committed meanwhile).
         errors: Non-fatal client error events, translated (kept to the last 100).
     """
 
@@ -76,6 +78,7 @@ class ConsumerStats:
     stale_acks: int = 0
     revoked: int = 0
     lost: int = 0
+    registry_retries: int = 0
     errors: list[str] = field(default_factory=list)
 
     def note(self, error: str) -> None:

@@ -16,6 +16,7 @@ from sdk._client import DeliveryCallback, ProducerClient, takes_all_positional, 
 from sdk.errors import (
     KafkaClientError,
     KafkaTimeoutError,
+    SchemaRegistryUnavailableError,
     SdkError,
     SerializationError,
     TransactionError,
@@ -24,7 +25,7 @@ from sdk.partitioners import PartitionRouter
 from sdk.producer._client_errors import ClientErrors
 from sdk.producer._delivery import UNKNOWN_PARTITION_CODES
 from sdk.producer._records import ProducerRecord
-from sdk.serialization import Serializer, resolve_serializer
+from sdk.serialization import BoundSerializer, bind_serializer, serializer_name
 
 __all__ = ["RecordPath"]
 
@@ -51,8 +52,8 @@ class RecordPath:
 
     def __init__(
         self,
-        key_serializer: Serializer,
-        value_serializer: Serializer,
+        key_serializer: BoundSerializer,
+        value_serializer: BoundSerializer,
         *,
         router: PartitionRouter,
         errors: ClientErrors,
@@ -65,7 +66,7 @@ class RecordPath:
     ) -> None:
         self._key_ser = key_serializer
         self._value_ser = value_serializer
-        bytes_ser = resolve_serializer("bytes")
+        bytes_ser = bind_serializer("bytes", "value_serializer")
         # bytes in, bytes out: skip the serializer call on the hot path
         self._raw_key = key_serializer is bytes_ser
         self._raw_value = value_serializer is bytes_ser
@@ -154,23 +155,27 @@ class RecordPath:
 
         Raises:
             SerializationError: A serializer failed or did not return bytes (with the record).
+            SchemaRegistryUnavailableError: A registry serializer's registry did not answer
+                (transient: the record was not queued; send it again).
         """
         topic = record.topic
         try:
-            key = self._key_ser(record.key, topic)
-        except SerializationError as exc:
-            exc.record = record
-            raise
-        except Exception as exc:
-            raise SerializationError(_failed("key", record.key, topic, exc), record=record) from exc
-        try:
-            value = self._value_ser(record.value, topic)
-        except SerializationError as exc:
+            key = self._key_ser(record.key, record)
+        except (SerializationError, SchemaRegistryUnavailableError) as exc:
             exc.record = record
             raise
         except Exception as exc:
             raise SerializationError(
-                _failed("value", record.value, topic, exc), record=record
+                _failed("key", record.key, topic, exc, self._key_ser), record=record
+            ) from exc
+        try:
+            value = self._value_ser(record.value, record)
+        except (SerializationError, SchemaRegistryUnavailableError) as exc:
+            exc.record = record
+            raise
+        except Exception as exc:
+            raise SerializationError(
+                _failed("value", record.value, topic, exc, self._value_ser), record=record
             ) from exc
         for part, data in (("key", key), ("value", value)):
             if data is not None and not isinstance(data, bytes):
@@ -233,9 +238,11 @@ def _attach(exc: SdkError, record: ProducerRecord) -> None:
 _SUGGESTED = {dict: "json", list: "json", int: "json", float: "json", bool: "json", str: "str"}
 
 
-def _failed(part: str, obj: object, topic: str, exc: Exception) -> str:
+def _failed(part: str, obj: object, topic: str, exc: Exception, serializer: object) -> str:
     """What failed, and the serializer that fits the object when the configured one did not."""
-    message = f"serializing the {part} of a record for {topic!r} failed: {exc}"
+    name = serializer_name(serializer)
+    with_name = "" if name in _SUGGESTED.values() or name == "bytes" else f" with {name}"
+    message = f"serializing the {part} of a record for {topic!r}{with_name} failed: {exc}"
     fit = _SUGGESTED.get(type(obj))
     if fit is not None and isinstance(exc, TypeError):
         message += f" (a {type(obj).__name__} {part}: pass {part}_serializer={fit!r})"

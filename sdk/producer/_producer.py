@@ -35,7 +35,7 @@ from sdk.producer._records import DeliveryHandle, HeaderPairs, ProducerRecord, R
 from sdk.producer._sender import Sender
 from sdk.producer._transactions import TransactionalOutput
 from sdk.profiles import Guarantee, ProducerProfile
-from sdk.serialization import Serializer, resolve_serializer
+from sdk.serialization import Serializer, bind_serializer
 
 __all__ = ["Producer"]
 
@@ -127,8 +127,8 @@ class Producer:
                 field="queue_full_timeout_s",
             )
         self.profile = profile
-        key_ser = resolve_serializer(key_serializer)
-        value_ser = resolve_serializer(value_serializer)
+        key_ser = bind_serializer(key_serializer, "key_serializer")
+        value_ser = bind_serializer(value_serializer, "value_serializer")
         self._telemetry: Telemetry | None = (
             None if telemetry is False else (telemetry or Telemetry.default())
         )

@@ -15,6 +15,10 @@ Fixtures:
     make_group: factory ``make_group(prefix="g") -> name`` returning a uuid-named group id.
     postgres: session-scoped :class:`~sdk.testing.postgres.PostgresServer`, started on first use.
     postgres_uri: URI of a fresh uuid-named database on ``postgres``, dropped after the test.
+    schema_registry_server: session-scoped :class:`~sdk.testing.registry.SchemaRegistryServer`
+        (Apicurio Registry, Java 21+), started on first use; ``stop()``/``start()`` make an
+        outage on the same port, schemas kept.
+    schema_registry: its Confluent-compatible URL (``http://127.0.0.1:<port>/apis/ccompat/v7``).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from sdk.testing.admin import create_topic
 from sdk.testing.backends import KafkaBackend, open_cluster
 from sdk.testing.cluster import LocalCluster
 from sdk.testing.postgres import PostgresServer
+from sdk.testing.registry import SchemaRegistryServer
 from sdk.testing.toxiproxy import INSTALL_HINT, find_toxiproxy
 
 __all__ = [
@@ -40,6 +45,8 @@ __all__ = [
     "postgres",
     "postgres_uri",
     "require_local",
+    "schema_registry",
+    "schema_registry_server",
 ]
 
 
@@ -130,3 +137,17 @@ def postgres_uri(postgres: PostgresServer) -> Iterator[str]:
     # a test may have stopped the server on purpose; its database went with it then
     if postgres.is_running():
         postgres.drop_database(name)
+
+
+@pytest.fixture(scope="session")
+def schema_registry_server() -> Iterator[SchemaRegistryServer]:
+    """A schema registry shared by the session (only sessions that ask start one)."""
+    with SchemaRegistryServer() as server:
+        yield server
+
+
+@pytest.fixture
+def schema_registry(schema_registry_server: SchemaRegistryServer) -> str:
+    """The session registry's URL, running (a test that stopped it on purpose left it so)."""
+    schema_registry_server.start()  # a no-op when it runs
+    return schema_registry_server.url

@@ -27,6 +27,7 @@ EXAMPLES: dict[str, tuple[list[str], list[str]]] = {
     "metrics_emitter.py": (["--seconds", "2"], ["metrics emitter: sent"]),
     "order_service.py": (["--orders", "500"], ["order service: 500 orders in"]),
     "orders_to_postgres.py": (["--orders", "2000"], ["orders to postgres: OK"]),
+    "schemas_avro.py": (["--orders", "200"], ["orders decoded: 200, dead-lettered: 1", "OK"]),
     "work_queue.py": (["--jobs", "2000", "--workers", "3"], ["work queue: OK"]),
 }
 # The demo copies its records seven times with three kills each (two of them through a share
@@ -38,6 +39,8 @@ DEMO_ROWS: dict[str, tuple[int, int | None]] = {
     "exactly_once → SQLite": (0, 0),
     "at_least_once → SQLite": (0, None),
 }
+# examples that need a schema registry (the session's, sdk.testing.registry)
+REGISTRY = {"schemas_avro.py"}
 # Run as `./dev.sh demo` does, on their own embedded cluster: it stops before the process exits,
 # so a client left open shows up as librdkafka FAIL lines (an external cluster would hide it).
 EMBEDDED = {"guarantees_demo.py"}
@@ -83,7 +86,11 @@ def _run(cmd: list[str], env: dict[str, str], timeout: float) -> subprocess.Comp
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param(n, marks=pytest.mark.slow) if n == "guarantees_demo.py" else n
+        pytest.param(n, marks=pytest.mark.slow)
+        if n == "guarantees_demo.py"
+        else pytest.param(n, marks=pytest.mark.registry)
+        if n in REGISTRY
+        else n
         for n in sorted(EXAMPLES)
     ],
 )
@@ -94,6 +101,8 @@ def test_example_runs(name: str, request: pytest.FixtureRequest) -> None:
         env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
     else:  # the session's broker is started only for the examples that use it
         env["KAFKA_BOOTSTRAP_SERVERS"] = request.getfixturevalue("kafka_cluster").bootstrap_servers
+    if name in REGISTRY:
+        env["KSEM_SCHEMA_REGISTRY_URL"] = request.getfixturevalue("schema_registry")
     script = str(ROOT / "examples" / name)
     run = _run([sys.executable, script, *args], env, TIMEOUT_S.get(name, 180))
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]

@@ -57,6 +57,7 @@ LAYERS: dict[str, int] = {
     "sdk._registry": 0,
     "sdk._signals": 0,
     "sdk.serialization": 0,
+    "sdk.schemas": 0,  # registry (de)serializers: imports errors and confluent-kafka only
     "sdk.records": 0,
     "sdk.lifecycle": 0,
     "sdk.profiles": 0,
@@ -83,6 +84,13 @@ KNOWN_UPWARD: dict[tuple[str, str], str] = {}
 module of the part above it may import). Empty: keep it so."""
 
 INTERNAL_INTERFACES: dict[tuple[str, str], str] = {
+    ("sdk.testing", "sdk.testing.cluster._spawner"): (
+        "the schema registry's JVM is forked like a broker's, from the one spawner thread, so "
+        "it dies with the test process (PR_SET_PDEATHSIG follows the forking thread)"
+    ),
+    ("sdk.testing", "sdk.testing.cluster._config"): (
+        "the schema registry takes a free port the way the brokers do"
+    ),
     ("spark_integration", "sdk._connection"): (
         "the driver's admin client reports its broker contact as every client does: "
         "librdkafka's log collapsed, an unreachable address named at once"
