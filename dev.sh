@@ -13,6 +13,7 @@
 # (first run: broker jars; the tests: Spark's Kafka connector jars). `test`, `setup` and
 # `reliability` also need go >= 1.22, once, to build toxiproxy-server (the network-fault proxy)
 # into the cache, unless one is on PATH or in $KSEM_TOXIPROXY; `demo` and `bench` never do.
+# `test` and `setup` fetch the schema registry (Apicurio) with mvn; its tests need java >= 21.
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=.venv/bin/python
@@ -34,6 +35,12 @@ setup() {
   "$PY" -m sdk.testing.cluster fetch >/dev/null
 }
 
+# the schema registry (Apicurio, from Maven Central), for the schema tests only: the demo
+# never needs it; it runs on Java 21 or later (found by sdk.testing.registry)
+schema_registry() {
+  "$PY" -m sdk.testing.registry fetch >/dev/null
+}
+
 # toxiproxy-server, for the network-fault tests only: located, or built once with Go
 network_proxy() {
   if ! "$PY" -m sdk.testing.toxiproxy install >/dev/null; then
@@ -46,10 +53,10 @@ network_proxy() {
 
 case "${1:-}" in
   demo) shift; setup; exec "$PY" examples/guarantees_demo.py "$@" ;;
-  test) shift; setup; network_proxy test; exec "$PY" -m pytest "$@" ;;
+  test) shift; setup; network_proxy test; schema_registry; exec "$PY" -m pytest "$@" ;;
   reliability) shift; setup; network_proxy reliability; exec "$PY" -m tests.reliability.run "$@" ;;
   bench) shift; setup; exec "$PY" -m benchmarks.run "$@" ;;
   compat) shift; setup; exec "$PY" -m tests.compat.run "$@" ;;
-  setup) setup; network_proxy setup ;;
+  setup) setup; network_proxy setup; schema_registry ;;
   *) echo "usage: ./dev.sh demo|test|reliability|bench|compat [args...]" >&2; exit 2 ;;
 esac
