@@ -41,7 +41,7 @@ from confluent_kafka import (
 )
 
 from sdk._admin import AdminApi, admin_client, admin_config, connection_keys
-from sdk._config import ClientConfig, ConfigMapping, ConfigValue, LogSink
+from sdk._config import ClientConfig
 from sdk._message import DeliveryCallback, KafkaMessage, MessageHeaders, polled
 from sdk.errors import RETRY_FOR_S, KafkaClientError, from_kafka_error, is_transient
 
@@ -53,14 +53,10 @@ __all__ = [
     "RETRY_FOR_S",
     "AcknowledgementCommitCallback",
     "AdminApi",
-    "ClientConfig",
-    "ConfigMapping",
-    "ConfigValue",
     "ConsumerClient",
     "DeliveryCallback",
     "GroupMetadata",
     "KafkaMessage",
-    "LogSink",
     "MessageHeaders",
     "ProducerClient",
     "RebalanceCallback",

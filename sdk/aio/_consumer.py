@@ -23,7 +23,8 @@ import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
 from typing import Literal, TypedDict, TypeVar, TypeVarTuple, Unpack
 
-from sdk._client import ClientConfig, ConfigMapping, ConsumerClient, KafkaMessage
+from sdk._client import ConsumerClient, KafkaMessage
+from sdk._config import ClientConfig, ConfigMapping
 from sdk._deprecation import renamed
 from sdk.aio._bridge import HandlersAhead, LoopBridge
 from sdk.consumer import Consumer, ConsumerRecord, ConsumerStats

@@ -15,7 +15,8 @@ import functools
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol, TypedDict, TypeVar, TypeVarTuple, Unpack
 
-from sdk._client import ClientConfig, ConfigMapping, ConsumerClient
+from sdk._client import ConsumerClient
+from sdk._config import ClientConfig, ConfigMapping
 from sdk.aio._bridge import LoopBridge
 from sdk.errors import ConfigurationError, SdkError
 from sdk.observability import Telemetry

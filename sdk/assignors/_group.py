@@ -30,7 +30,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from sdk._client import ConfigMapping, admin_client, connection_keys, translating
+from sdk._client import admin_client, connection_keys, translating
+from sdk._config import ConfigMapping
 from sdk._deprecation import warn_renamed
 from sdk.assignors._protocol import Assignor, Member, Plan, TopicPartition, check_plan
 from sdk.assignors._registry import resolve_assignor

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from sdk._client import ConfigMapping, translating
+from sdk._client import translating
+from sdk._config import ConfigMapping
 from sdk.assignors._protocol import Assignor, Member, Plan, TopicPartition, check_plan
 from sdk.assignors._registry import resolve_assignor
 from sdk.errors import ClosedError, ConfigurationError, from_kafka_error

@@ -6,7 +6,8 @@ import logging
 from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Literal
 
-from sdk._client import ClientConfig, ConfigMapping, ConsumerClient, KafkaMessage
+from sdk._client import ConsumerClient, KafkaMessage
+from sdk._config import ClientConfig, ConfigMapping
 from sdk._deprecation import renamed
 from sdk.consumer._commits import OffsetKeeper
 from sdk.consumer._failure import FailurePath
@@ -122,11 +123,11 @@ class Consumer:
         self._offsets = OffsetKeeper(profile.guarantee, self.stats)
         self._failure.telemetry = tel
         self._offsets.telemetry = tel
-        self._group = GroupSource(
+        self._source = GroupSource(
             profile, names, self.stats, self._offsets, client_factory=client_factory, telemetry=tel
         )
         self._loop = ConsumeLoop(
-            self._group,
+            self._source,
             self._offsets,
             name="Consumer",
             batch_size=profile.batch_size,
@@ -145,7 +146,7 @@ class Consumer:
     @property
     def assignment(self) -> list[tuple[str, int]]:
         """The ``(topic, partition)`` pairs this member owns now, sorted (thread-safe read)."""
-        return self._group.assignment
+        return self._source.assignment
 
     @property
     def config(self) -> ClientConfig:

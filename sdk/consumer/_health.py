@@ -10,7 +10,8 @@ from typing import Protocol
 
 from confluent_kafka import KafkaError, TopicPartition
 
-from sdk._client import ClientConfig, ConsumerClient, KafkaMessage, call_kafka, consume_ready
+from sdk._client import ConsumerClient, KafkaMessage, call_kafka, consume_ready
+from sdk._config import ClientConfig
 from sdk._connection import BrokerContact
 from sdk.errors import (
     AuthenticationError,

@@ -25,7 +25,8 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from confluent_kafka import TopicPartition
 
-from sdk._client import ClientConfig, ConsumerClient, KafkaMessage
+from sdk._client import ConsumerClient, KafkaMessage
+from sdk._config import ClientConfig
 from sdk._signals import sigterm_stops
 from sdk.consumer._health import ClientHealth, poll_records, subscribed_client
 from sdk.errors import ClosedError

@@ -21,7 +21,8 @@ from confluent_kafka.admin._acl import AclBindingFilter, AclOperation, AclPermis
 from confluent_kafka.admin._config import ConfigResource, ConfigSource
 from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
 
-from sdk._client import ConfigMapping, admin_client, call_kafka, timeout_error, translating
+from sdk._client import admin_client, call_kafka, timeout_error, translating
+from sdk._config import ConfigMapping
 from sdk.doctor._facts import (
     AclEntry,
     BrokerNode,

@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from sdk._client import ClientConfig
+from sdk._config import ClientConfig
 from sdk.doctor._restart import (
     RestartVerdict,
     WaitProgress,

@@ -20,15 +20,9 @@ from typing import Any, TypeAlias
 from confluent_kafka.admin._config import ConfigResource, ConfigSource
 from confluent_kafka.admin._resource import ResourceType
 
-from sdk._client import (
-    AdminApi,
-    ClientConfig,
-    ConfigMapping,
-    admin_config,
-    timeout_error,
-    translating,
-)
+from sdk._client import AdminApi, admin_config, timeout_error, translating
 from sdk._client import admin_client as new_admin_client
+from sdk._config import ClientConfig, ConfigMapping
 from sdk.errors import (
     AuthorizationError,
     ConfigurationError,

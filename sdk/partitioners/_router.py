@@ -17,7 +17,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Protocol
 
-from sdk._client import ConfigMapping, admin_client, translating
+from sdk._client import admin_client, translating
+from sdk._config import ConfigMapping
 from sdk._deprecation import renamed_default
 from sdk.errors import ConfigurationError, SdkError, UnknownTopicError, from_kafka_error
 from sdk.partitioners._protocol import BatchAware, Partitioner, TopicPartitioner

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TypeVar
 from sdk._client import KafkaMessage
 from sdk.consumer.engine import RecordDecoder
 from sdk.core.session import TransactionSession
-from sdk.errors import HandlerError, KafkaClientError, SerializationError
+from sdk.errors import HandlerError, KafkaClientError, SdkError, SerializationError
 from sdk.failure import HandlerRunner, dead_letter
 from sdk.observability import Telemetry
 from sdk.processor._commits import TransactionCommits
@@ -152,15 +152,7 @@ class TransactionHandling:
                 commit of what came before, or the abort, as for a failed handler).
         """
         self.stats.deserialization_failures += 1
-        failure = self.profile.consumer.failure
-        if failure.on_failure == "stop" or failure.dlq_topic is None:
-            self.stats.note(f"record cannot be deserialized, stopping: {exc}")
-            if self.guarantee is _EOS:
-                self._commits.abort_and_rewind(cause=exc)
-            else:
-                self._commits.commit_or_recover()
-            raise exc
-        topic = failure.dlq_topic
+        topic = self._dead_letter_topic_or_stop(exc, "record cannot be deserialized")
         self.stats.dead_lettered += 1
         self._tel.dead_lettered(msg.topic(), topic, error_type=type(exc.__cause__ or exc).__name__)
         out = dead_letter(msg, topic, exc, attempts=0, stage="deserialize")
@@ -270,23 +262,32 @@ class TransactionHandling:
             HandlerError: ``on_failure="stop"`` or no dead-letter topic.
         """
         self.stats.handler_failures += 1
+        topic = self._dead_letter_topic_or_stop(exc, "handler failed")
+        outputs = [dead_letter(m, topic, exc, attempts=exc.attempts, stage="handler") for m in msgs]
+        self.stats.dead_lettered += len(msgs)
+        cause = type(exc.__cause__ or exc).__name__
+        for m in msgs:
+            self._tel.dead_lettered(m.topic(), topic, error_type=cause)
+        return outputs
+
+    def _dead_letter_topic_or_stop(self, exc: SdkError, what: str) -> str:
+        """The failure policy gave up on a record: its dead-letter topic, or stop.
+
+        Stopping commits what came before (at_least_once, at_most_once) or aborts the open
+        transaction and rewinds (exactly_once), then raises ``exc``.
+
+        Raises:
+            SdkError: ``exc``, with ``on_failure="stop"`` or no dead-letter topic.
+        """
         failure = self.profile.consumer.failure
         if failure.on_failure == "stop" or failure.dlq_topic is None:
-            self.stats.note(f"handler failed, stopping: {exc}")
+            self.stats.note(f"{what}, stopping: {exc}")
             if self.guarantee is _EOS:
                 self._commits.abort_and_rewind(cause=exc)
             else:
                 self._commits.commit_or_recover()
             raise exc
-        outputs = [
-            dead_letter(m, failure.dlq_topic, exc, attempts=exc.attempts, stage="handler")
-            for m in msgs
-        ]
-        self.stats.dead_lettered += len(msgs)
-        cause = type(exc.__cause__ or exc).__name__
-        for m in msgs:
-            self._tel.dead_lettered(m.topic(), failure.dlq_topic, error_type=cause)
-        return outputs
+        return failure.dlq_topic
 
     def _handle_unit(
         self, arg: A, fn: Callable[[A], Iterable[OutputRecord]], msgs: list[KafkaMessage]

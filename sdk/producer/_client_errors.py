@@ -12,7 +12,8 @@ from collections.abc import Callable
 
 from confluent_kafka import KafkaError
 
-from sdk._client import ClientConfig, ProducerClient, translating
+from sdk._client import ProducerClient, translating
+from sdk._config import ClientConfig
 from sdk._connection import BrokerContact
 from sdk.errors import (
     AuthenticationError,

@@ -13,7 +13,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from sdk._client import ClientConfig, ProducerClient, positional_produce, translating
+from sdk._client import ProducerClient, positional_produce, translating
+from sdk._config import ClientConfig
 from sdk.errors import ClosedError, KafkaTimeoutError
 from sdk.lifecycle import Lifecycle
 from sdk.observability import Telemetry

@@ -25,13 +25,8 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
-from sdk._client import (
-    ClientConfig,
-    ConfigMapping,
-    KafkaMessage,
-    ShareConsumerClient,
-    share_consumer,
-)
+from sdk._client import KafkaMessage, ShareConsumerClient, share_consumer
+from sdk._config import ClientConfig, ConfigMapping
 from sdk._deprecation import renamed
 from sdk.consumer.engine import ConsumeLoop, RecordDecoder, dead_letter_sink
 from sdk.errors import ConfigurationError

@@ -17,7 +17,8 @@ from typing import TypeVar, cast
 
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
-from sdk._client import ClientConfig, KafkaMessage, ShareConsumerClient, share_consumer, translating
+from sdk._client import KafkaMessage, ShareConsumerClient, share_consumer, translating
+from sdk._config import ClientConfig
 from sdk._connection import BrokerContact
 from sdk.errors import ConfigurationError, KafkaClientError, SdkError, from_kafka_error
 from sdk.profiles import QueueProfile

@@ -8,7 +8,8 @@ from typing import Any, Literal
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID
 
-from sdk._client import ClientConfig, ConfigMapping, ConsumerClient, KafkaMessage
+from sdk._client import ConsumerClient, KafkaMessage
+from sdk._config import ClientConfig, ConfigMapping
 from sdk.consumer.engine import ConsumeLoop, FailurePath, GroupSource
 from sdk.errors import (
     ConfigurationError,

@@ -122,7 +122,7 @@ def test_sigterm_handler_is_installed_only_during_the_run_and_restored() -> None
     during: list[Any] = []
     try:
         with Consumer(_profile(), ["t"]) as c:
-            real_poll = c._group.poll
+            real_poll = c._source.poll
 
             # observe from inside the loop
             def spy(client: Any, limit: int, timeout_s: float) -> list[Any]:
@@ -130,7 +130,7 @@ def test_sigterm_handler_is_installed_only_during_the_run_and_restored() -> None
                 os.kill(os.getpid(), signal.SIGTERM)  # the consumer's handler stops the run
                 return real_poll(client, limit, timeout_s)
 
-            c._group.poll = spy  # type: ignore[method-assign]
+            c._source.poll = spy  # type: ignore[method-assign]
             c.run(lambda r: None, handle_sigterm=True)
         assert len(during) == 1 and during[0] is not mine
         assert signal.getsignal(signal.SIGTERM) is mine  # restored afterwards
@@ -140,7 +140,7 @@ def test_sigterm_handler_is_installed_only_during_the_run_and_restored() -> None
 
 def _stopping_spy(c: Consumer, during: list[Any], *, sigterm: bool) -> None:
     """Observe the SIGTERM handler from inside the loop, then end the run (by SIGTERM or stop)."""
-    real_poll = c._group.poll
+    real_poll = c._source.poll
 
     def spy(client: Any, limit: int, timeout_s: float) -> list[Any]:
         during.append(signal.getsignal(signal.SIGTERM))
@@ -150,7 +150,7 @@ def _stopping_spy(c: Consumer, during: list[Any], *, sigterm: bool) -> None:
             c.stop()
         return real_poll(client, limit, timeout_s)
 
-    c._group.poll = spy  # type: ignore[method-assign]
+    c._source.poll = spy  # type: ignore[method-assign]
 
 
 def test_sigterm_stops_a_run_by_default_in_the_main_thread() -> None:
