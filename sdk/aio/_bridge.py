@@ -41,25 +41,32 @@ class LoopBridge:
     def __init__(self, worker: concurrent.futures.Executor, stop: Callable[[], None]) -> None:
         self._worker = worker
         self._stop = stop
-        # both touched only on the loop thread: the handler's task registers itself before
+        # both touched only on the loop thread: a handler's task registers itself before
         # its body runs, so a cancellation always finds it (the worker thread may not even
-        # have returned from run_coroutine_threadsafe yet)
-        self._task: asyncio.Task[object] | None = None
+        # have returned from run_coroutine_threadsafe yet); several with run(concurrency=N)
+        self._tasks: set[asyncio.Task[object]] = set()
         self._cancelled = False
 
     def sync_handler(
         self, handler: Callable[[A], Awaitable[T]], loop: asyncio.AbstractEventLoop
     ) -> Callable[[A], T]:
-        """The sync handler the core calls (in the worker thread) for each record."""
+        """The sync handler the core calls for each record, in the core's thread.
+
+        With ``run(concurrency=N)`` the core calls it from N handler threads: their
+        coroutines then run on the loop at the same time.
+        """
 
         async def on_loop(arg: A) -> T:
             if self._cancelled:  # cancelled before this record's handler began: not handled
                 raise asyncio.CancelledError()
-            self._task = asyncio.current_task()
+            task = asyncio.current_task()
+            if task is not None:
+                self._tasks.add(task)
             try:
                 return await handler(arg)
             finally:
-                self._task = None
+                if task is not None:
+                    self._tasks.discard(task)
 
         def call(arg: A) -> T:
             fut = asyncio.run_coroutine_threadsafe(on_loop(arg), loop)
@@ -98,8 +105,8 @@ class LoopBridge:
         except asyncio.CancelledError:
             self._stop()
             self._cancelled = True
-            if self._task is not None:
-                self._task.cancel()
+            for task in list(self._tasks):
+                task.cancel()
             with contextlib.suppress(HandlerCancelled):
                 await asyncio.shield(work)
             raise

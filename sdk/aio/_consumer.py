@@ -27,7 +27,7 @@ from sdk._client import ConsumerClient, KafkaMessage
 from sdk._config import ClientConfig, ConfigMapping
 from sdk._deprecation import renamed
 from sdk.aio._bridge import HandlersAhead, LoopBridge
-from sdk.consumer import Consumer, ConsumerRecord, ConsumerStats
+from sdk.consumer import Consumer, ConsumerRecord, ConsumerStats, Ordering
 from sdk.lifecycle import Lifecycle
 from sdk.observability import Telemetry
 from sdk.profiles import ConsumerProfile
@@ -122,8 +122,15 @@ class AsyncConsumer:
         idle_timeout_s: float | None = None,
         handle_sigterm: bool | None = None,
         idle_timeout: float | None = None,
+        concurrency: int = 1,
+        ordering: Ordering = "key",
+        max_buffered: int | None = None,
     ) -> ConsumerStats:
         """Await ``handler(record)`` for each record; commit per the guarantee (as ``run``).
+
+        With ``concurrency=N`` up to N handlers run at the same time on the event loop, records
+        of one ordering key one after another in offset order, offsets stored for the finished
+        prefix only (the sync ``run(concurrency=N)``, docs/concurrency.md).
 
         Args:
             handler: ``async record -> None``.
@@ -134,10 +141,13 @@ class AsyncConsumer:
                 has no SIGTERM handler of its own; True: always (the loop must run in the
                 main thread); False: never.
             idle_timeout: Deprecated name of ``idle_timeout_s``, removed in 0.3.
+            concurrency: Handlers awaited at the same time (1: one after another).
+            ordering: ``"key"``, ``"partition"`` or ``"unordered"`` (see the sync ``run``).
+            max_buffered: Records taken and not finished at which the partitions are paused.
 
         Raises:
             asyncio.CancelledError: The awaiting task was cancelled (after the commit of what
-                was handled).
+                was handled; with ``concurrency``, every handler running is cancelled).
             HandlerError, SerializationError, KafkaClientError: As the sync ``run``.
             ConfigurationError: ``handle_sigterm=True`` outside the main thread.
         """
@@ -145,6 +155,21 @@ class AsyncConsumer:
             "AsyncConsumer.run", "idle_timeout", idle_timeout, "idle_timeout_s", idle_timeout_s
         )
         sync = self._sync
+        if concurrency != 1:  # checked by the sync run
+            return await self._bridge.run(
+                functools.partial(
+                    sync.run,
+                    # each handler thread of the sync run waits for its coroutine on the loop
+                    self._bridge.sync_handler(handler, asyncio.get_running_loop()),
+                    max_records=max_records,
+                    idle_timeout_s=idle_s,
+                    handle_sigterm=False,
+                    concurrency=concurrency,
+                    ordering=ordering,
+                    max_buffered=max_buffered,
+                ),
+                handle_sigterm=handle_sigterm,
+            )
         decoder = sync._failure.decoder
         ahead = HandlersAhead(
             self._bridge,

@@ -10,9 +10,10 @@ from sdk._deprecation import deprecated_name
 from sdk.consumer import _offsets, _records
 from sdk.consumer._consumer import Consumer
 from sdk.consumer._records import ConsumerRecord, ConsumerStats
+from sdk.consumer._scheduler import Ordering
 from sdk.lifecycle import Lifecycle
 
-__all__ = ["Consumer", "ConsumerRecord", "ConsumerStats"]
+__all__ = ["Consumer", "ConsumerRecord", "ConsumerStats", "Ordering"]
 
 _TYPING = "it is no longer exported: a handler is any callable taking {}"
 _DEPRECATED: dict[str, tuple[str, object]] = {

@@ -48,6 +48,7 @@ __all__ = [
     "member_id",
     "next_offsets",
     "rewind",
+    "seek_back",
     "still_member",
 ]
 
@@ -101,8 +102,13 @@ def rewind(client: ConsumerClient, messages: Iterable[KafkaMessage]) -> None:
     for m in messages:
         first.setdefault((m.topic(), m.partition()), m.offset())
     for (topic, partition), offset in sorted(first.items()):
-        with suppress(KafkaClientError), translating(f"seek {topic}[{partition}]"):
-            client.seek(TopicPartition(topic, partition, offset))
+        seek_back(client, topic, partition, offset)
+
+
+def seek_back(client: ConsumerClient, topic: str, partition: int, offset: int) -> None:
+    """Seek a partition to ``offset`` to read it again; one no longer assigned is skipped."""
+    with suppress(KafkaClientError), translating(f"seek {topic}[{partition}]"):
+        client.seek(TopicPartition(topic, partition, offset))
 
 
 def check_partitions(result: list[TopicPartition] | None, context: str) -> None:

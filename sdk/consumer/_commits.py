@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from confluent_kafka import KafkaError, TopicPartition
 
@@ -13,7 +14,11 @@ from sdk.consumer._at_most_once import (
     commit_before_handling,
     member_id,
     next_offsets,
+    rewind,
+    seek_back,
 )
+from sdk.consumer._done_offsets import decode as decode_done
+from sdk.consumer._done_offsets import encode as encode_done
 from sdk.consumer._offsets import AckTracker
 from sdk.consumer._records import ConsumerStats
 from sdk.errors import KafkaClientError, SdkError
@@ -47,6 +52,16 @@ class OffsetKeeper:
         self._member: str | None = None  # the member id that received the assignment
         self._marks = HandledMarks()  # at_most_once: positions committed before handling
         self.telemetry: Telemetry | None = None  # set by the Consumer
+        self.release: Callable[[ConsumerClient, list[TopicPartition], bool], None] | None = None
+        """Set during a concurrent run: called first when partitions are revoked (False) or
+        lost (True), to settle the records of those partitions still in the run's hands."""
+        self.done_above: dict[tuple[str, int], set[int]] = {}
+        """Per partition, offsets above the committed one already finished by a concurrent
+        run (from the commit's metadata, or kept when a run rewound): skipped, not handled."""
+        self.load_done = False  # a concurrent run is on: read done_above at each assignment
+        # concurrent runs: the last offset (with its metadata) stored per partition, committed
+        # explicitly (librdkafka's commit of the stored offsets drops their metadata)
+        self._explicit: dict[tuple[str, int], TopicPartition] = {}
 
     def admit(self, client: ConsumerClient, messages: list[KafkaMessage]) -> list[KafkaMessage]:
         """at_most_once: commit the batch synchronously before any handler sees it.
@@ -107,6 +122,78 @@ class OffsetKeeper:
         if next_offset is not None and client is not None:
             self._store(client, [TopicPartition(topic, partition, next_offset)])
 
+    def acked(self, client: ConsumerClient, messages: list[KafkaMessage]) -> None:
+        """Records tracked with :meth:`track` are done, in any order (at_least_once).
+
+        Stores, for each partition touched, the first offset not done, with the offsets done
+        above it in the metadata (:mod:`sdk.consumer._done_offsets`); one store for them all.
+
+        Raises:
+            KafkaClientError: Storing failed.
+        """
+        if not self._alo:
+            return
+        touched: dict[tuple[str, int], int | None] = {}
+        tracker = self.tracker
+        for m in messages:
+            key = (m.topic(), m.partition())
+            try:
+                next_offset = tracker.ack(key[0], key[1], m.offset())
+            except KeyError:  # its partition was revoked or lost meanwhile
+                self.stats.stale_acks += 1
+                continue
+            if next_offset is not None:
+                touched[key] = next_offset
+            else:
+                touched.setdefault(key, None)
+        offsets = []
+        for (topic, partition), advanced in sorted(touched.items()):
+            position = tracker.first_open(topic, partition)
+            if position is None:  # every tracked record is done: the offset after them
+                if advanced is None:
+                    continue
+                position = advanced
+            done = tracker.done_above(topic, partition)
+            done |= self.done_above.get((topic, partition), set())
+            metadata = encode_done(position, done)
+            before = self._explicit.get((topic, partition))
+            if before is not None and (before.offset, before.metadata) == (position, metadata):
+                continue
+            tp = TopicPartition(topic, partition, position, metadata=metadata)
+            offsets.append(tp)
+            self._explicit[(topic, partition)] = tp
+        if offsets:
+            self._store(client, offsets)
+
+    def rewind_open(self, client: ConsumerClient, *, keep_done: bool = False) -> None:
+        """Seek each partition back to its first tracked record not acknowledged, and forget.
+
+        A run or an iteration that ends with records taken and not done: without the seek,
+        the next run of this consumer would go on after them (and commit past them).
+        ``keep_done``: the records acknowledged above that point are kept in
+        :attr:`done_above`, so a concurrent run skips them when they come again.
+        """
+        if not self._alo:
+            return
+        positions = self.tracker.open_positions()
+        for (topic, partition), offset in sorted(positions.items()):
+            if keep_done:
+                self.done_above.setdefault((topic, partition), set()).update(
+                    self.tracker.done_above(topic, partition)
+                )
+            seek_back(client, topic, partition, offset)
+        self.tracker.forget(positions)
+
+    def rewind_rest(
+        self, client: ConsumerClient | None, messages: list[KafkaMessage], rest: int
+    ) -> None:
+        """The last ``rest`` records of a batch handled in order were not finished.
+
+        at_least_once: seek back to them, so the next run of this consumer reads them again.
+        """
+        if self._alo and rest > 0 and client is not None:
+            rewind(client, messages[len(messages) - rest :])
+
     def _store(self, client: ConsumerClient, offsets: list[TopicPartition]) -> None:
         try:
             call_kafka(
@@ -137,16 +224,25 @@ class OffsetKeeper:
         """
         if not self._alo:
             return
+        explicit = list(self._explicit.values())
         try:
-            result = call_kafka(
-                lambda: client.commit(asynchronous=False), context=context, commit=True
-            )
+            if explicit:  # a concurrent run's offsets, with their metadata
+                result = call_kafka(
+                    lambda: client.commit(offsets=explicit, asynchronous=False),
+                    context=context,
+                    commit=True,
+                )
+            else:
+                result = call_kafka(
+                    lambda: client.commit(asynchronous=False), context=context, commit=True
+                )
         except KafkaClientError as exc:
             if exc.code == KafkaError._NO_OFFSET:
                 return  # nothing stored since the last commit
             raise
         check_partitions(result, context)
         self.stats.commits += 1
+        self._explicit.clear()
 
     def on_assign(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None:
         """Remember which member received the assignment (at_most_once ownership check).
@@ -157,6 +253,8 @@ class OffsetKeeper:
         self._member = member_id(consumer)
         if not self._alo:
             self._marks.assigned(partitions)
+        elif self.load_done:
+            self._load_done(consumer, partitions)
 
     def end_run(self, client: ConsumerClient, failed: bool, in_flight: int) -> None:
         """A run ends: commit what it handled (at_least_once); count what at_most_once lost.
@@ -177,15 +275,42 @@ class OffsetKeeper:
 
     def on_revoke(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None:
         """Commit what was handled before the partitions go to another member."""
+        if self.release is not None:
+            self.release(consumer, partitions, False)
         self._marks.released(partitions)
         try:
             self.commit_stored(consumer, "commit on revoke")
         except SdkError as exc:  # at_least_once: the new owner repeats those records
             self.stats.note(str(exc))
             _log.warning("%s", exc)
-        self.tracker.forget((tp.topic, tp.partition) for tp in partitions)
+        self._forget(partitions)
 
     def on_lost(self, consumer: ConsumerClient, partitions: list[TopicPartition]) -> None:
         """Partitions were lost (session expired): no commit is possible any more."""
+        if self.release is not None:
+            self.release(consumer, partitions, True)
         self._marks.released(partitions)
-        self.tracker.forget((tp.topic, tp.partition) for tp in partitions)
+        self._forget(partitions)
+
+    def _forget(self, partitions: list[TopicPartition]) -> None:
+        keys = [(tp.topic, tp.partition) for tp in partitions]
+        self.tracker.forget(keys)
+        for key in keys:
+            self.done_above.pop(key, None)
+            self._explicit.pop(key, None)
+
+    def _load_done(self, client: ConsumerClient, partitions: list[TopicPartition]) -> None:
+        """Read the offsets done above the committed ones from the commits' metadata."""
+        if not partitions:
+            return
+        try:
+            committed = call_kafka(
+                lambda: client.committed(partitions, timeout=10), context="committed"
+            )
+        except KafkaClientError as exc:  # the records above are handled again: allowed
+            _log.warning("reading the committed offsets' metadata: %s", exc)
+            return
+        for tp in committed:
+            done = decode_done(tp.offset, tp.metadata)
+            if done:
+                self.done_above[(tp.topic, tp.partition)] = done

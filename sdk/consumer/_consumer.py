@@ -10,6 +10,7 @@ from sdk._client import ConsumerClient, KafkaMessage
 from sdk._config import ClientConfig, ConfigMapping
 from sdk._deprecation import renamed
 from sdk.consumer._commits import OffsetKeeper
+from sdk.consumer._concurrent import ConcurrentRun, Ordering, check_concurrency
 from sdk.consumer._failure import FailurePath
 from sdk.consumer._handling import RecordHandling
 from sdk.consumer._loop import ConsumeLoop, GroupSource
@@ -196,8 +197,18 @@ class Consumer:
         idle_timeout_s: float | None = None,
         handle_sigterm: bool | None = None,
         idle_timeout: float | None = None,
+        concurrency: int = 1,
+        ordering: Ordering = "key",
+        max_buffered: int | None = None,
     ) -> ConsumerStats:
         """Call ``handler(record)`` for each record until stopped; commit per the guarantee.
+
+        With ``concurrency=N`` (N > 1) the handler runs on N threads (for handlers that wait
+        on I/O): records of one ordering key run one at a time in offset order, records of
+        different keys at the same time. at_least_once stores, per partition, the offset after
+        the longest prefix of finished records, so a crash repeats only the records in flight
+        or finished above that prefix; at_most_once commits each batch before any of it runs,
+        as without concurrency. See docs/concurrency.md.
 
         Args:
             handler: Called once per record (retried per ``profile.failure``).
@@ -210,6 +221,13 @@ class Consumer:
                 application has its own SIGTERM handler; True: always (main thread only);
                 False: never.
             idle_timeout: Deprecated name of ``idle_timeout_s``, removed in 0.3.
+            concurrency: Handler threads (1: records one after another, in this thread).
+            ordering: With ``concurrency`` > 1, which records never run at the same time:
+                ``"key"`` (records with the same key in a partition; records without a key
+                count as one key), ``"partition"``, or ``"unordered"``.
+            max_buffered: With ``concurrency`` > 1, records taken and not finished at which
+                the partitions are paused (polling goes on); resumed at half of it. Default
+                ``max(1000, 100 * concurrency)``.
 
         Returns:
             The counters (cumulative over runs).
@@ -226,17 +244,62 @@ class Consumer:
             KafkaClientError: A commit, dead-letter delivery or fatal client error.
             ConfigurationError: ``handle_sigterm=True`` outside the main thread.
             DoctorError: ``verify_cluster=True`` and a check of the cluster failed.
+            ConfigurationError: A bad ``concurrency``, ``ordering`` or ``max_buffered``.
         """
         idle_s = renamed(
             "Consumer.run", "idle_timeout", idle_timeout, "idle_timeout_s", idle_timeout_s
         )
+        order, bound = check_concurrency(concurrency, ordering, max_buffered)
+        if concurrency > 1:
+            self._run_concurrently(
+                handler, concurrency, order, bound, max_records, idle_s, handle_sigterm
+            )
+            return self.stats
         with self._loop.running(handle_sigterm):
             for messages in self._loop.batches(max_records, idle_s):
                 ahead = 0
-                if self._before_handle is not None:  # sdk.aio: one loop crossing per batch
-                    ahead = self._before_handle(messages)
-                self._handling.each(handler, messages, ahead)
+                try:
+                    if self._before_handle is not None:  # sdk.aio: one loop crossing per batch
+                        ahead = self._before_handle(messages)
+                    self._handling.each(handler, messages, ahead)
+                finally:  # a stop or an error inside the batch: its rest is read again
+                    self._offsets.rewind_rest(self._loop.client, messages, self._loop.in_flight)
         return self.stats
+
+    def _run_concurrently(
+        self,
+        handler: Callable[[ConsumerRecord], object],
+        concurrency: int,
+        ordering: Ordering,
+        max_buffered: int,
+        max_records: int | None,
+        idle_s: float | None,
+        handle_sigterm: bool | None,
+    ) -> None:
+        if self._before_handle is not None:
+            raise ConfigurationError(
+                "concurrency: the asyncio consumer runs its handlers on the event loop; "
+                "concurrency > 1 is for Consumer.run with a sync handler",
+                field="concurrency",
+            )
+        with (
+            self._loop.running(handle_sigterm),
+            ConcurrentRun(
+                self._loop,
+                self._failure,
+                self._offsets,
+                handler,
+                concurrency=concurrency,
+                ordering=ordering,
+                max_buffered=max_buffered,
+                group_id=self.profile.group_id,
+            ) as run,
+        ):
+            for messages in self._loop.batches(
+                max_records, idle_s, before_poll=run.before_poll, busy=run.busy, room=run.room
+            ):
+                run.feed(messages)
+            run.finish()
 
     def run_batch(
         self,
@@ -265,7 +328,10 @@ class Consumer:
         )
         with self._loop.running(handle_sigterm):
             for messages in self._loop.batches(max_records, idle_s):
-                self._handling.batch(handler, messages)
+                try:
+                    self._handling.batch(handler, messages)
+                finally:  # an error inside the batch: its rest is read again
+                    self._offsets.rewind_rest(self._loop.client, messages, self._loop.in_flight)
         return self.stats
 
     def records(
@@ -297,18 +363,28 @@ class Consumer:
             "Consumer.records", "idle_timeout", idle_timeout, "idle_timeout_s", idle_timeout_s
         )
         loop = self._loop
-        with loop.running(handle_sigterm):
-            for messages in loop.batches(max_records, idle_s):
-                for message in messages:
-                    self._offsets.track(message)
-                    record = self._failure.decode(message)
-                    loop.in_flight -= 1
-                    if record is None:
-                        self._offsets.ack(
-                            loop.client, message.topic(), message.partition(), message.offset()
-                        )
-                    else:
-                        yield record
+        with loop.running(handle_sigterm) as client:
+            if client is not None:
+                # records an earlier iteration handed out and that were never acknowledged:
+                # read again from the first of them (their late acks no longer count)
+                self._offsets.rewind_open(client)
+            messages: list[KafkaMessage] = []
+            try:
+                for messages in loop.batches(max_records, idle_s):
+                    for message in messages:
+                        self._offsets.track(message)
+                        record = self._failure.decode(message)
+                        loop.in_flight -= 1
+                        if record is None:
+                            self._offsets.ack(
+                                loop.client, message.topic(), message.partition(), message.offset()
+                            )
+                        else:
+                            yield record
+            finally:
+                # left inside a batch: its records not handed out yet are read again by the
+                # next iteration, not skipped (the ones handed out may still be acknowledged)
+                self._offsets.rewind_rest(loop.client, messages, loop.in_flight)
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         return self.records()

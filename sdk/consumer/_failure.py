@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -137,6 +138,9 @@ class DeadLetterSink:
             ) from exc
         self._timeout = timeout_s
         self._producer: Producer | None = None
+        # concurrent runs (Consumer.run(concurrency=N)) dead-letter from worker threads: one
+        # producer, created once, and one record waited for at a time
+        self._lock = threading.Lock()
 
     def send(
         self, message: KafkaMessage, error: BaseException, *, attempts: int, stage: str
@@ -157,10 +161,11 @@ class DeadLetterSink:
                 why; ``.record`` holds it). The caller must then not store the offset.
         """
         out = dead_letter(message, self.topic, error, attempts=attempts, stage=stage)
-        if self._producer is None:
-            self._producer = Producer(self._profile)
         record = ProducerRecord(self.topic, out.value, out.key, out.headers)
-        self._producer.send_and_wait(record, timeout_s=self._timeout)
+        with self._lock:
+            if self._producer is None:
+                self._producer = Producer(self._profile)
+            self._producer.send_and_wait(record, timeout_s=self._timeout)
 
     def close(self) -> None:
         """Flush and release the producer (if one was created).

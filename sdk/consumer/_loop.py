@@ -236,11 +236,17 @@ class ConsumeLoop(Generic[C]):
         idle_s: float | None,
         *,
         before_poll: Callable[[C], None] | None = None,
+        busy: Callable[[], bool] | None = None,
+        room: Callable[[], int] | None = None,
     ) -> Iterator[list[KafkaMessage]]:
         """Polled batches until stopped, ``max_records`` taken or ``idle_s`` without records.
 
         Each batch went through the front end's :meth:`Commits.admit` (at_most_once: already
         committed); records it did not admit do not count towards ``max_records``.
+
+        ``before_poll(client)`` runs before each poll; while ``busy()`` is true (records
+        taken are still being handled) the run is not idle; ``room()`` caps how many records
+        one poll takes (at least one).
 
         Nothing when the run has no client (:meth:`running` yielded None: stopped before the
         source subscribed): the run does not try to connect again.
@@ -259,14 +265,16 @@ class ConsumeLoop(Generic[C]):
         while not self._stop.is_set():
             if before_poll is not None:
                 before_poll(client)
-            limit = batch_size
+            limit = batch_size if room is None else max(min(batch_size, room()), 1)
             if max_records is not None:
                 limit = min(limit, max_records - taken)
                 if limit <= 0:
                     return
             messages = source.poll(client, limit, timeout_s)
             if not messages:
-                if idle_s is not None and source.idle_for(last) >= idle_s:
+                if busy is not None and busy():
+                    last = time.monotonic()
+                elif idle_s is not None and source.idle_for(last) >= idle_s:
                     source.raise_if_never_joined()
                     return
                 continue

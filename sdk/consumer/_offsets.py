@@ -61,6 +61,19 @@ class AckTracker:
             acked.discard(advanced)
         return None if advanced is None else advanced + 1
 
+    def open_positions(self) -> dict[TopicPartitionKey, int]:
+        """Per partition with records not acknowledged: the first of them."""
+        return {key: order[0] for key, order in self._order.items() if order}
+
+    def first_open(self, topic: str, partition: int) -> int | None:
+        """The first tracked offset of the partition not acknowledged yet (None: none)."""
+        order = self._order.get((topic, partition))
+        return order[0] if order else None
+
+    def done_above(self, topic: str, partition: int) -> set[int]:
+        """Acknowledged offsets above :meth:`first_open` (finished out of order)."""
+        return set(self._acked.get((topic, partition), ()))
+
     def forget(self, partitions: Iterable[TopicPartitionKey]) -> None:
         """Drop the records of partitions this consumer no longer owns (revoked or lost)."""
         for key in partitions:

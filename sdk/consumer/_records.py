@@ -61,6 +61,11 @@ class ConsumerStats:
         lost: Partition losses (session expired) seen.
         registry_retries: Decodings of a record retried because the schema registry did not
             answer (the record was neither dead-lettered nor committed meanwhile).
+        paused: Times a concurrent run (``run(concurrency=N)``) paused its partitions
+            because ``max_buffered`` records were taken and not finished (polling went on).
+        skipped_done: Records a concurrent run did not hand to its handler because they
+            had been finished already, above the committed offset, before a restart, a
+            rebalance or a rewind (the commit's metadata recorded them).
         errors: Non-fatal client error events, translated (kept to the last 100).
     """
 
@@ -79,6 +84,8 @@ class ConsumerStats:
     revoked: int = 0
     lost: int = 0
     registry_retries: int = 0
+    paused: int = 0
+    skipped_done: int = 0
     errors: list[str] = field(default_factory=list)
 
     def note(self, error: str) -> None:

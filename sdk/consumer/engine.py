@@ -12,6 +12,9 @@ them may change in any release.
 * the failure path: :class:`RecordDecoder` (a message to a record, a poison pill recognised),
   :class:`DeadLetterSink` / :func:`dead_letter_sink` (the dead-letter producer of a profile),
   :class:`FailurePath` (the handler's retries, then dead letter or stop);
+* key-ordered concurrency: :class:`KeyScheduler` (one record per ordering key at a time, in
+  offset order, on worker threads) and :func:`check_concurrency` (``run(concurrency=N)``'s
+  arguments);
 * the at-most-once commit before handling: :func:`commit_before_handling`, the
   :class:`HandledMarks` that keep a record from being handed out twice, :func:`member_id`.
 """
@@ -19,6 +22,7 @@ them may change in any release.
 from sdk.consumer._at_most_once import HandledMarks as HandledMarks
 from sdk.consumer._at_most_once import commit_before_handling as commit_before_handling
 from sdk.consumer._at_most_once import member_id as member_id
+from sdk.consumer._concurrent import check_concurrency as check_concurrency
 from sdk.consumer._failure import DeadLetterSink as DeadLetterSink
 from sdk.consumer._failure import FailurePath as FailurePath
 from sdk.consumer._failure import RecordDecoder as RecordDecoder
@@ -29,3 +33,4 @@ from sdk.consumer._loop import GroupCommits as GroupCommits
 from sdk.consumer._loop import GroupSource as GroupSource
 from sdk.consumer._loop import LoopCounts as LoopCounts
 from sdk.consumer._loop import Source as Source
+from sdk.consumer._scheduler import KeyScheduler as KeyScheduler

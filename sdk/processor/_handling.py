@@ -9,17 +9,19 @@ tracing: the handler's first attempt inline, no per-record span or poll.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
 from sdk._client import KafkaMessage
+from sdk.consumer import Ordering
 from sdk.consumer.engine import RecordDecoder
 from sdk.core.session import TransactionSession
 from sdk.errors import HandlerError, KafkaClientError, SdkError, SerializationError
 from sdk.failure import HandlerRunner, dead_letter
 from sdk.observability import Telemetry
 from sdk.processor._commits import TransactionCommits
+from sdk.processor._concurrent import BatchPool
 from sdk.processor._records import (
     BatchHandler,
     Handler,
@@ -80,6 +82,22 @@ class TransactionHandling:
         self._group = profile.consumer.group_id
         self._handler = handler
         self._batch_handler = batch_handler
+        self._pool: BatchPool | None = None
+
+    @contextmanager
+    def concurrently(
+        self, concurrency: int, ordering: Ordering, stop: Callable[[], None]
+    ) -> Iterator[None]:
+        """A run whose per-record handlers run on ``concurrency`` threads (1: inline)."""
+        if concurrency == 1:
+            yield
+            return
+        self._pool = BatchPool(concurrency, ordering, self._compute, stop)
+        try:
+            yield
+        finally:
+            pool, self._pool = self._pool, None
+            pool.close()
 
     def use(self, handler: Handler | None, batch_handler: BatchHandler | None) -> None:
         """Take the handler of a run (or keep the one the deprecated constructor got).
@@ -93,7 +111,9 @@ class TransactionHandling:
 
     def handle(self, records: list[KafkaMessage]) -> None:
         """Handle an admitted batch: outputs queued, positions marked, commits when due."""
-        if self._decoder is not None:
+        if self._pool is not None:
+            self._handle_concurrently(records, self._pool)
+        elif self._decoder is not None:
             self._handle_decoded(records, self._decoder)
         elif self._batch_handler is not None:
             batch = [view(ConsumerRecord, m) for m in records]
@@ -143,6 +163,43 @@ class TransactionHandling:
                 return
         if decoded and batch_handler is not None:
             self._handle_unit(decoded, batch_handler, taken)
+
+    def _compute(self, msg: KafkaMessage) -> object:
+        """On a pool thread: the record's outputs, or the error the policy must decide on."""
+        try:
+            record = (
+                view(ConsumerRecord, msg) if self._decoder is None else self._decoder.decode(msg)
+            )
+        except SerializationError as exc:
+            return exc
+        assert self._handler is not None
+        try:
+            return self._runner.run(self._handler, record)
+        except HandlerError as exc:
+            return exc
+
+    def _handle_concurrently(self, records: list[KafkaMessage], pool: BatchPool) -> None:
+        """The batch's outputs computed on the pool, then through the transaction in order.
+
+        Nothing of the batch is produced before all of it was handled, so a transaction
+        holds only outputs of records whose offsets it commits.
+        """
+        results = pool.run(records)
+        commits, last = self._commits, len(records) - 1
+        for i, (msg, result) in enumerate(zip(records, results, strict=True)):
+            if isinstance(result, SerializationError):
+                ok = self._poison(result, msg)
+            else:
+                outputs: list[OutputRecord] = (
+                    self._handler_failed(result, [msg])
+                    if isinstance(result, HandlerError)
+                    else result  # type: ignore[assignment]  # what _compute returned
+                )
+                ok = self._handle_unit(msg, _computed(outputs), [msg])
+            if not ok:
+                return  # rewound: the rest of the batch is read (and handled) again
+            if i < last and commits.due() and not commits.commit_or_recover():
+                return
 
     def _poison(self, exc: SerializationError, msg: KafkaMessage) -> bool:
         """A record that cannot be deserialized: dead-lettered in the transaction, or stop.
@@ -335,3 +392,8 @@ class TransactionHandling:
         """Produce one output through the session (a ``send <topic>`` span when traced)."""
         self._txn.produce(out)
         self.stats.records_out += 1
+
+
+def _computed(outputs: list[OutputRecord]) -> Callable[[KafkaMessage], list[OutputRecord]]:
+    """The "handler" of a record whose outputs a pool thread computed already."""
+    return lambda _msg: outputs

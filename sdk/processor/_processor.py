@@ -11,7 +11,8 @@ from confluent_kafka import Consumer as _ConsumerClient
 
 from sdk._client import ConsumerClient, KafkaMessage, ProducerClient
 from sdk._deprecation import moved, renamed
-from sdk.consumer.engine import ConsumeLoop, GroupSource, RecordDecoder
+from sdk.consumer import Ordering
+from sdk.consumer.engine import ConsumeLoop, GroupSource, RecordDecoder, check_concurrency
 from sdk.core.session import TransactionSession, transactional_id_for
 from sdk.errors import (
     ClosedError,
@@ -236,10 +237,18 @@ class Processor:
         max_duration_s: float | None = None,
         handle_sigterm: bool | None = None,
         max_seconds: float | None = None,
+        concurrency: int = 1,
+        ordering: Ordering = "key",
     ) -> ProcessorStats:
         """Run ``handler`` on every record until :meth:`stop`; commit and close on the way out.
 
         A Processor runs once: after :meth:`run` returns it is closed.
+
+        With ``concurrency=N`` (N > 1) the handlers of each polled batch run on N threads,
+        records of one ordering key one at a time in offset order; the batch's outputs then
+        go through the transaction in offset order, once all of it was handled, so a
+        transaction never holds the output of a record whose offset it does not commit
+        (docs/concurrency.md).
 
         Args:
             handler: ``record -> iterable of OutputRecord`` (or None); the record is the
@@ -253,6 +262,9 @@ class Processor:
                 returns. None (default): in the main thread, unless the application has its
                 own SIGTERM handler; True: always (main thread only); False: never.
             max_seconds: Deprecated name of ``max_duration_s``, removed in 0.3.
+            concurrency: Handler threads (1: one record after another, in this thread).
+            ordering: With ``concurrency`` > 1, which records never run at the same time:
+                ``"key"`` (the same key in a partition), ``"partition"`` or ``"unordered"``.
 
         Returns:
             The counters.
@@ -260,7 +272,8 @@ class Processor:
         Raises:
             ClosedError: The processor was closed.
             ConfigurationError: No handler (or one given both here and to the constructor),
-                or ``handle_sigterm=True`` outside the main thread.
+                ``handle_sigterm=True`` outside the main thread, or a bad ``concurrency`` or
+                ``ordering``.
             ProducerFencedError: Fenced with ``on_fenced="raise"`` (or fatal producer error).
             HandlerError: The handler failed with ``failure.on_failure="stop"``.
             BrokerUnreachableError: No broker of ``bootstrap_servers`` answered at the start,
@@ -271,7 +284,8 @@ class Processor:
         limit = renamed(
             "Processor.run", "max_seconds", max_seconds, "max_duration_s", max_duration_s
         )
-        return self._run(handler, None, limit, handle_sigterm)
+        order, _ = check_concurrency(concurrency, ordering, None)
+        return self._run(handler, None, limit, handle_sigterm, (concurrency, order))
 
     def run_batch(
         self,
@@ -307,6 +321,7 @@ class Processor:
         batch_handler: BatchHandler | None,
         max_duration_s: float | None,
         handle_sigterm: bool | None,
+        concurrency: tuple[int, Ordering] = (1, "key"),
     ) -> ProcessorStats:
         if self.state is Lifecycle.CLOSED:
             raise ClosedError("Processor.run() after close()")
@@ -315,7 +330,8 @@ class Processor:
         try:
             with self._engine.running(handle_sigterm) as client:
                 if client is not None:  # None: stopped while waiting for a broker
-                    self._loop(deadline)
+                    with self._handling.concurrently(*concurrency, self._engine.stop):
+                        self._loop(deadline)
         finally:
             self.close()
         return self.stats

@@ -27,6 +27,7 @@ EXAMPLES: dict[str, tuple[list[str], list[str]]] = {
     "metrics_emitter.py": (["--seconds", "2"], ["metrics emitter: sent"]),
     "order_service.py": (["--orders", "500"], ["order service: 500 orders in"]),
     "orders_to_postgres.py": (["--orders", "2000"], ["orders to postgres: OK"]),
+    "slow_handlers.py": (["--orders", "1000"], ["0 calls out of order", "slow handlers: OK"]),
     "schemas_avro.py": (["--orders", "200"], ["orders decoded: 200, dead-lettered: 1", "OK"]),
     "work_queue.py": (["--jobs", "2000", "--workers", "3"], ["work queue: OK"]),
 }

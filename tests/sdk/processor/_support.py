@@ -151,10 +151,10 @@ PARTS = 4
 
 
 def crash_run(
-    bs: str, tmp: Path, guarantee: str, src: str, dst: str, group: str, **extra: Any
+    bs: str, tmp: Path, guarantee: str, src: str, dst: str, group: str, n: int = N, **extra: Any
 ) -> dict[str, Any]:
-    """Copy N records with 2 workers under 3 SIGKILLs, a member joining and one leaving."""
-    seed(bs, src, N)
+    """Copy ``n`` records with 2 workers under 3 SIGKILLs, a member joining and one leaving."""
+    seed(bs, src, n)
     tag = f"{guarantee} {extra['front']}" if "front" in extra else guarantee
     base = {
         "bootstrap": bs,
@@ -181,22 +181,22 @@ def crash_run(
         start("a")
         start("b")
         for step, (victim, frac) in enumerate((("a", 0.2), ("b", 0.4), ("a", 0.6))):
-            wait_for(lambda f=frac: progress() >= f * N, 240, f"{frac:.0%} progress")
+            wait_for(lambda f=frac: progress() >= f * n, 240, f"{frac:.0%} progress")
             workers[victim].kill()
             kills += 1
-            print(f"[{tag}] SIGKILL {victim} #{step + 1} at {progress()}/{N}")
+            print(f"[{tag}] SIGKILL {victim} #{step + 1} at {progress()}/{n}")
             start(victim)
-        wait_for(lambda: progress() >= 0.7 * N, 240, "70% progress")
+        wait_for(lambda: progress() >= 0.7 * n, 240, "70% progress")
         start("c")  # a member joins: rebalance
-        print(f"[{tag}] member c added at {progress()}/{N}")
-        wait_for(lambda: progress() >= 0.85 * N, 240, "85% progress")
+        print(f"[{tag}] member c added at {progress()}/{n}")
+        wait_for(lambda: progress() >= 0.85 * n, 240, "85% progress")
         workers["c"].terminate()  # a member leaves: rebalance
-        print(f"[{tag}] member c removed at {progress()}/{N}")
-        wait_for(lambda: progress() >= N, 300, "all input committed")
+        print(f"[{tag}] member c removed at {progress()}/{n}")
+        wait_for(lambda: progress() >= n, 300, "all input committed")
     finally:
         for w in started:
             w.terminate()
-    v = verify(bs, dst, PARTS, N)
+    v = verify(bs, dst, PARTS, n)
     print(
         f"[{tag}] kills={kills} count={v.count} distinct={v.distinct} "
         f"duplicates={v.duplicates} missing={v.missing} order_violations={v.order_violations}"

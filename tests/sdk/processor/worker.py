@@ -2,7 +2,8 @@
 
 It copies ``input`` to ``output`` (same key, value prefixed with nothing: a pure copy) under the
 given guarantee, and rewrites ``<stats>`` (JSON counters and events) twice a second. SIGTERM stops
-it cleanly; SIGKILL is what the tests use to crash it. ``"front": "async"`` runs the same copy
+it cleanly; SIGKILL is what the tests use to crash it. ``"concurrency": N`` runs the handler
+on N threads (``Processor.run(concurrency=N)``). ``"front": "async"`` runs the same copy
 through :class:`sdk.aio.AsyncProcessor` with an async handler (``run(handle_sigterm=True)``).
 """
 
@@ -46,7 +47,12 @@ def build_profile(args: dict[str, Any]) -> ProcessingProfile:
 
 
 def run_dumping_stats(
-    processor: Processor | AsyncProcessor, handler: Any, stats_path: Path, *, keep_events: int
+    processor: Processor | AsyncProcessor,
+    handler: Any,
+    stats_path: Path,
+    *,
+    keep_events: int,
+    concurrency: int = 1,
 ) -> None:
     """Run ``processor`` with ``handler`` until SIGTERM; dump its stats (last ``keep_events``
     events) as JSON to ``stats_path`` every 0.5 s and at the end, so the test reads them even
@@ -74,7 +80,7 @@ def run_dumping_stats(
         asyncio.run(processor.run(handler, handle_sigterm=True))
     else:
         signal.signal(signal.SIGTERM, lambda *_: processor.stop())
-        processor.run(handler)
+        processor.run(handler, concurrency=concurrency)
     dump()
 
 
@@ -125,7 +131,13 @@ def main() -> None:
     else:
         processor = Processor(build_profile(args), [args["input"]], **options)
         held.append(processor)
-        run_dumping_stats(processor, handler, Path(args["stats"]), keep_events=50)
+        run_dumping_stats(
+            processor,
+            handler,
+            Path(args["stats"]),
+            keep_events=50,
+            concurrency=args.get("concurrency", 1),
+        )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,208 @@
+"""Which record of a concurrent run starts next: per ordering key one at a time, in order.
+
+The scheduling part of ``Consumer.run(concurrency=N)`` (:mod:`sdk.consumer._concurrent`):
+pure threading, no Kafka calls.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Hashable
+from typing import Literal
+
+from sdk._client import KafkaMessage
+
+__all__ = ["ORDERINGS", "TP", "KeyScheduler", "Ordering"]
+
+_log = logging.getLogger("sdk.consumer")
+
+Ordering = Literal["key", "partition", "unordered"]
+ORDERINGS: tuple[Ordering, ...] = ("key", "partition", "unordered")
+TP = tuple[str, int]
+_REPORT_EVERY_S = 10.0
+
+
+def _ordering_key(ordering: Ordering) -> Callable[[KafkaMessage], Hashable]:
+    if ordering == "key":
+        return lambda m: (m.topic(), m.partition(), m.key())
+    if ordering == "partition":
+        return lambda m: (m.topic(), m.partition())
+    return lambda m: (m.topic(), m.partition(), m.offset())
+
+
+class KeyScheduler:
+    """Which record runs next: one record per ordering key at a time, in offset order.
+
+    A key is in ``_queues`` while it has records waiting or one running (an empty deque: one
+    running, none waiting); it is in ``_ready`` when it has records waiting and none running.
+    All state is guarded by one lock; workers wait on ``_work``, the run's thread on
+    ``_change``.
+
+    Args:
+        ordering: Which records must not run at the same time.
+    """
+
+    def __init__(self, ordering: Ordering) -> None:
+        self._key_of = _ordering_key(ordering)
+        self._lock = threading.Lock()
+        self._work = threading.Condition(self._lock)
+        self._change = threading.Condition(self._lock)
+        self._queues: dict[Hashable, deque[KafkaMessage]] = {}
+        self._ready: deque[Hashable] = deque()
+        self._running: dict[TP, int] = {}
+        self._finished: list[tuple[KafkaMessage, object]] = []
+        self.pending = 0
+        """Records taken and not started."""
+        self.running = 0
+        """Records in a handler now."""
+        self.error: BaseException | None = None
+        self.failed: KafkaMessage | None = None
+        self.unfinished: list[KafkaMessage] = []
+        """Records whose handling raised (the first one's error is :attr:`error`)."""
+        self._halted = False
+        self._closed = False
+
+    # ------------------------------------------------------------------ the run's thread
+    def add(self, messages: list[KafkaMessage]) -> None:
+        """Queue records (in offset order per partition) behind their keys."""
+        key_of, queues = self._key_of, self._queues
+        with self._lock:
+            woken = 0
+            for message in messages:
+                key = key_of(message)
+                queue = queues.get(key)
+                if queue is None:
+                    queues[key] = deque((message,))
+                    self._ready.append(key)
+                    woken += 1
+                else:
+                    queue.append(message)
+            self.pending += len(messages)
+            if woken:
+                self._work.notify(woken)
+
+    def take_finished(self) -> list[tuple[KafkaMessage, object]]:
+        """Records finished since the last call, with what ``call`` returned for each."""
+        with self._lock:
+            finished, self._finished = self._finished, []
+        return finished
+
+    def halt(self) -> None:
+        """Start no more records (the ones running go on)."""
+        with self._lock:
+            self._halted = True
+
+    def drop(self, partitions: set[TP] | None = None) -> list[KafkaMessage]:
+        """Take out the records not started (of ``partitions``; None: all); return them."""
+        dropped: list[KafkaMessage] = []
+        emptied: set[Hashable] = set()
+        with self._lock:
+            for key, queue in list(self._queues.items()):
+                if partitions is None:
+                    gone = list(queue)
+                else:
+                    gone = [m for m in queue if (m.topic(), m.partition()) in partitions]
+                if not gone:
+                    continue
+                dropped.extend(gone)
+                if len(gone) == len(queue):
+                    queue.clear()
+                    emptied.add(key)
+                else:
+                    kept = [
+                        m for m in queue if (m.topic(), m.partition()) not in (partitions or ())
+                    ]
+                    queue.clear()
+                    queue.extend(kept)
+            if emptied:
+                # a ready key is not running: with nothing left it is forgotten, and taken out
+                # of _ready (else a later add() would queue it there twice, and two workers
+                # could run one key at once); an emptied running key stays until it finishes
+                for key in emptied.intersection(self._ready):
+                    del self._queues[key]
+                ready = [k for k in self._ready if k not in emptied]
+                self._ready.clear()
+                self._ready.extend(ready)
+            self.pending -= len(dropped)
+        return dropped
+
+    def wait(
+        self, until: Callable[[], bool], timeout_s: float | None, what: str = "records"
+    ) -> bool:
+        """Wait (reporting every 10 s) until ``until()`` holds under the lock; False: timed out."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        report = time.monotonic() + _REPORT_EVERY_S
+        with self._lock:
+            while not until():
+                now = time.monotonic()
+                if deadline is not None and now >= deadline:
+                    return False
+                if now >= report:
+                    _log.warning(
+                        "waiting for %s: %d running, %d waiting", what, self.running, self.pending
+                    )
+                    report = now + _REPORT_EVERY_S
+                limit = report - now if deadline is None else min(report, deadline) - now
+                self._change.wait(max(limit, 0.0))
+        return True
+
+    def running_in(self, partitions: set[TP]) -> int:
+        """Records of ``partitions`` in a handler now (call under :meth:`wait`'s lock)."""
+        return sum(self._running.get(tp, 0) for tp in partitions)
+
+    def close(self) -> None:
+        """Let the workers end (after the record each one has in hand)."""
+        with self._lock:
+            self._closed = True
+            self._work.notify_all()
+
+    # ------------------------------------------------------------------ workers
+    def work(self, call: Callable[[KafkaMessage], object], stop: Callable[[], None]) -> None:
+        """A worker: run ready records until closed; the first error halts everything.
+
+        ``call(message)`` handles one record; what it returns is kept for
+        :meth:`take_finished`. An exception it raises is kept in :attr:`error` for the run's
+        thread, the record's key stays blocked, and ``stop()`` ends the polling.
+        """
+        lock, queues, ready = self._lock, self._queues, self._ready
+        while True:
+            with lock:
+                while self._halted or not ready:
+                    if self._closed:
+                        return
+                    self._work.wait()
+                key = ready.popleft()
+                queue = queues[key]  # a ready key has records waiting (drop() keeps it so)
+                message = queue.popleft()
+                tp = (message.topic(), message.partition())
+                self.pending -= 1
+                self.running += 1
+                self._running[tp] = self._running.get(tp, 0) + 1
+            error: BaseException | None = None
+            result: object = None
+            try:
+                result = call(message)
+            except BaseException as exc:  # kept for the run's thread, which re-raises it
+                error = exc
+            with lock:
+                self.running -= 1
+                self._running[tp] -= 1
+                if error is not None:
+                    self.unfinished.append(message)
+                    if self.error is None:
+                        self.error, self.failed = error, message
+                    self._halted = True  # the key stays blocked: its record is not done
+                else:
+                    self._finished.append((message, result))
+                    rest = queues.get(key)
+                    if rest:
+                        ready.append(key)
+                        self._work.notify()
+                    elif rest is not None:
+                        del queues[key]
+                self._change.notify_all()
+            if error is not None:
+                stop()

@@ -1,0 +1,81 @@
+"""``Processor.run(handler, concurrency=N)``: a polled batch's handlers on N threads.
+
+A transaction must never hold the output of a record whose offset it does not commit. So the
+handlers of a whole batch run first (on N threads, one record per ordering key at a time, in
+offset order: :class:`~sdk.consumer.engine.KeyScheduler`), each returning its outputs without
+producing them; then the batch goes through the transaction in offset order exactly as without
+concurrency (:class:`~sdk.processor._handling.TransactionHandling`). The cost: a batch waits for
+its slowest key before any of it is produced, so the concurrency within a batch is bounded by
+its records (``consumer.batch_size``) and the threads idle while it commits.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from sdk._client import KafkaMessage
+from sdk.consumer import Ordering
+from sdk.consumer.engine import KeyScheduler
+
+__all__ = ["BatchPool"]
+
+
+class BatchPool:
+    """N worker threads that compute a batch's results, one record per ordering key at a time.
+
+    Args:
+        concurrency: Worker threads.
+        ordering: Which records never run at the same time.
+        compute: A message's result (its outputs, or the error to apply the policy to); an
+            exception it raises stops the pool and is raised by :meth:`run`.
+        stop: Called when ``compute`` raised (ends the run's polling).
+    """
+
+    def __init__(
+        self,
+        concurrency: int,
+        ordering: Ordering,
+        compute: Callable[[KafkaMessage], object],
+        stop: Callable[[], None],
+    ) -> None:
+        self._scheduler = KeyScheduler(ordering)
+        self._threads = [
+            threading.Thread(
+                target=self._scheduler.work,
+                args=(compute, stop),
+                name=f"sdk-processor-handler-{i}",
+                daemon=True,
+            )
+            for i in range(concurrency)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def run(self, messages: list[KafkaMessage]) -> list[object]:
+        """Every message's result, in the order of ``messages``.
+
+        Raises:
+            BaseException: What ``compute`` raised for one of them.
+        """
+        s = self._scheduler
+        s.add(messages)
+        s.wait(
+            lambda: s.error is not None or s.pending + s.running == 0,
+            None,
+            "the batch's handlers",
+        )
+        finished = {id(m): result for m, result in s.take_finished()}
+        if s.error is not None:
+            s.drop()
+            raise s.error
+        return [finished[id(m)] for m in messages]
+
+    def close(self) -> None:
+        """Let the workers end after the record each has in hand, and wait for them."""
+        s = self._scheduler
+        s.halt()
+        s.wait(lambda: s.running == 0, None, "handlers to finish")
+        s.close()
+        for thread in self._threads:
+            thread.join()
