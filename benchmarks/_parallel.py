@@ -53,12 +53,14 @@ def command(
     ordering: str,
     sleep_ms: int,
     records: int,
+    idle_timeout_s: int = 60,
 ) -> list[str]:
-    """The command line of one ParallelApp process."""
+    """The command line of one ParallelApp process (it fails after ``idle_timeout_s`` idle)."""
     return [
         app.java,
         "-Xmx512m",
         "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+        f"-Didle.timeout.s={idle_timeout_s}",
         "-cp",
         app.classpath,
         "ParallelApp",
@@ -81,6 +83,7 @@ def run_parallel_consumer(
     sleep_ms: int,
     records: int,
     *,
+    idle_timeout_s: int = 60,
     timeout_s: float | None = None,
 ) -> dict[str, Any]:
     """Consume ``records`` records of ``topic`` with the Parallel Consumer; return its result.
@@ -93,6 +96,8 @@ def run_parallel_consumer(
         ordering: ``KEY``, ``PARTITION`` or ``UNORDERED`` (any case).
         sleep_ms: What the handler sleeps per record (0: a no-op handler).
         records: Handler calls to count before the app exits.
+        idle_timeout_s: The app gives up (exit 1) when no record was handled for this long:
+            an unreachable broker or a missing topic is no error to a Kafka consumer.
         timeout_s: Kill the app after this long (default: four times the time the records
             take one at a time, plus two minutes for the JVM and the group join).
 
@@ -110,21 +115,29 @@ def run_parallel_consumer(
     if order not in ORDERINGS:
         raise ValueError(f"ordering: one of {', '.join(ORDERINGS)}, not {ordering!r}")
     app = build()
-    cmd = command(app, bootstrap, topic, group, concurrency, order, sleep_ms, records)
+    cmd = command(
+        app, bootstrap, topic, group, concurrency, order, sleep_ms, records, idle_timeout_s
+    )
     limit = timeout_s if timeout_s is not None else 120.0 + 4 * records * sleep_ms / 1000
     start = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, check=False)
     except subprocess.TimeoutExpired as exc:
-        err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else ""
+        # on POSIX what was read before the kill comes back undecoded
+        raw = exc.stderr or b""
+        err = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
         raise RuntimeError(
             f"the Parallel Consumer peer did not finish {records} records in {limit:.0f} s "
             f"(topic {topic}, concurrency {concurrency}):\n{err[-2000:]}"
         ) from exc
     wall = time.perf_counter() - start
     if proc.returncode != 0:
+        # the app's own verdict first: the client's warnings go on after it until the exit
+        said = [line for line in proc.stderr.splitlines() if line.startswith("ParallelApp")]
         raise RuntimeError(
-            f"the Parallel Consumer peer exited {proc.returncode}:\n{proc.stderr[-2000:]}"
+            f"the Parallel Consumer peer exited {proc.returncode}: "
+            f"{' '.join(said) or 'no message'}\n--- its stderr, last lines:\n"
+            f"{proc.stderr[-2000:]}"
         )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if not lines:

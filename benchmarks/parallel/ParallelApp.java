@@ -25,8 +25,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * prints one JSON line to stdout and exits 0: {@code records}, {@code seconds} (from the start
  * of the first handler call to the end of the last), {@code cpu_seconds} (the whole process, JVM
  * start-up included) and {@code window_cpu_seconds} (process CPU over the same window as
- * {@code seconds}). Exits 1 with a message on stderr if the Parallel Consumer fails, 2 on bad
- * arguments.
+ * {@code seconds}). Exits 1 with a message on stderr if the Parallel Consumer fails or handles
+ * no record for {@code -Didle.timeout.s} seconds (default 60), 2 on bad arguments.
  */
 public final class ParallelApp {
     private ParallelApp() {}
@@ -38,6 +38,12 @@ public final class ParallelApp {
             return sun.getProcessCpuTime();
         }
         return -1;
+    }
+
+    private static void fail(long handled, long target, String why) {
+        System.err.println("ParallelApp: failed after " + handled + " of " + target
+            + " records: " + why);
+        System.exit(1);
     }
 
     public static void main(String[] args) throws InterruptedException {
@@ -134,15 +140,25 @@ public final class ParallelApp {
             }
         });
 
-        // Wait for the count, watching for a Parallel Consumer that died (bad broker, a topic
-        // that does not exist...): it would otherwise leave this process waiting forever.
+        // Wait for the count, watching for a Parallel Consumer that died (a fatal client
+        // error) or that makes no progress: a broker it cannot reach or a topic that does not
+        // exist are no errors to a Kafka consumer, which would leave this process waiting.
+        long idleLimitNs = TimeUnit.SECONDS.toNanos(Long.getLong("idle.timeout.s", 60));
+        long seen = 0;
+        long lastProgress = System.nanoTime();
         while (!done.await(500, TimeUnit.MILLISECONDS)) {
             if (processor.isClosedOrFailed()) {
                 Exception cause = processor.getFailureCause();
-                System.err.println(
-                    "ParallelApp: the Parallel Consumer stopped after " + handled.get() + " of "
-                        + target + " records: " + (cause == null ? "closed" : cause));
-                System.exit(1);
+                fail(handled.get(), target, cause == null ? "it closed" : cause.toString());
+            }
+            long now = handled.get();
+            if (now != seen) {
+                seen = now;
+                lastProgress = System.nanoTime();
+            } else if (System.nanoTime() - lastProgress > idleLimitNs) {
+                fail(now, target, "no record handled in the last "
+                    + TimeUnit.NANOSECONDS.toSeconds(idleLimitNs) + " s (is the broker at "
+                    + bootstrap + " reachable, does topic " + topic + " hold enough records?)");
             }
         }
         long records;
