@@ -11,8 +11,8 @@ import pytest
 
 from sdk.aio import AsyncConsumer
 from sdk.consumer import ConsumerRecord
-from tests.sdk.consumer._concurrency import seed_keys
 from tests.sdk.consumer._support import committed, profile
+from tests.sdk.processor._support import seed as seed_keys
 
 pytestmark = pytest.mark.broker
 

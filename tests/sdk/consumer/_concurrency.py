@@ -1,4 +1,8 @@
-"""Support for the concurrent-run tests: many-key seeding and a handler that watches itself."""
+"""Support for the concurrent-run tests: a handler that watches itself.
+
+Records are seeded with :func:`tests.sdk.processor._support.seed` (key ``k<i % keys>``,
+value ``str(i)``).
+"""
 
 from __future__ import annotations
 
@@ -8,22 +12,7 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from confluent_kafka import Producer
-
 from sdk.consumer import ConsumerRecord
-
-
-def seed_keys(bootstrap: str, topic: str, count: int, keys: int) -> None:
-    """Write records ``0..count-1``: value ``str(i)``, key ``k<i % keys>`` (placed by key)."""
-    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
-    for i in range(count):
-        while True:
-            try:
-                p.produce(topic, key=f"k{i % keys}", value=str(i))
-                break
-            except BufferError:
-                p.poll(0.1)
-    assert p.flush(60) == 0
 
 
 class Watcher:

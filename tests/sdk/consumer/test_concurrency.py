@@ -13,8 +13,9 @@ from confluent_kafka import TopicPartition
 
 from sdk.consumer import Consumer, ConsumerRecord
 from sdk.errors import HandlerError
-from tests.sdk.consumer._concurrency import Watcher, seed_keys
+from tests.sdk.consumer._concurrency import Watcher
 from tests.sdk.consumer._support import committed, profile
+from tests.sdk.processor._support import seed as seed_keys
 
 pytestmark = pytest.mark.broker
 

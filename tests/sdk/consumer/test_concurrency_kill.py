@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.sdk.consumer._concurrency import seed_keys
 from tests.sdk.consumer._support import committed, wait_for
+from tests.sdk.processor._support import seed as seed_keys
 
 pytestmark = pytest.mark.broker
 

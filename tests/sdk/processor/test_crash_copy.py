@@ -42,7 +42,11 @@ def test_exactly_once_concurrent_copy_survives_kills_and_rebalances(
     bs = require_local(kafka_cluster).bootstrap_servers
     src, dst, group = make_topic(PARTS), make_topic(PARTS), make_group()
     n = 30_000
-    out = crash_run(bs, tmp_path, "exactly_once", src, dst, group, n=n, concurrency=8)
+    # one record in 100 waits 0.5 s on its thread: about 1,500 records/s per worker, so the
+    # kills land mid-stream, seconds apart
+    out = crash_run(
+        bs, tmp_path, "exactly_once", src, dst, group, n=n, concurrency=8, delay_per_100=0.5
+    )
     v = out["verdict"]
     assert out["kills"] == 3
     assert (v.count, v.duplicates, v.missing, v.order_violations) == (n, 0, 0, 0)
