@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import suppress
 from typing import Literal
 
 from sdk._client import ConsumerClient, KafkaMessage
@@ -20,6 +21,7 @@ from sdk.consumer._records import (
     ConsumerStats,
     RecordHandler,
 )
+from sdk.consumer._registry_wait import RegistryWaitStopped
 from sdk.errors import (
     ClosedError,
     ConfigurationError,
@@ -137,6 +139,8 @@ class Consumer:
             verify=(profile, names) if verify_cluster else None,
         )
         self._handling = RecordHandling(self._loop, self._failure, self._offsets, profile.group_id)
+        # a stop ends a wait for the schema registry at once (the record is read again)
+        self._failure.decoder.registry_wait.stopped = self._loop.stopped
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -255,7 +259,8 @@ class Consumer:
                 handler, concurrency, order, bound, max_records, idle_s, handle_sigterm
             )
             return self.stats
-        with self._loop.running(handle_sigterm):
+        # a stop while decoding waits for the schema registry ends the run normally
+        with self._loop.running(handle_sigterm), suppress(RegistryWaitStopped):
             for messages in self._loop.batches(max_records, idle_s):
                 ahead = 0
                 try:
@@ -284,6 +289,7 @@ class Consumer:
             )
         with (
             self._loop.running(handle_sigterm),
+            suppress(RegistryWaitStopped),  # after ConcurrentRun's own way out
             ConcurrentRun(
                 self._loop,
                 self._failure,
@@ -326,7 +332,7 @@ class Consumer:
         idle_s = renamed(
             "Consumer.run_batch", "idle_timeout", idle_timeout, "idle_timeout_s", idle_timeout_s
         )
-        with self._loop.running(handle_sigterm):
+        with self._loop.running(handle_sigterm), suppress(RegistryWaitStopped):
             for messages in self._loop.batches(max_records, idle_s):
                 try:
                     self._handling.batch(handler, messages)
@@ -363,7 +369,7 @@ class Consumer:
             "Consumer.records", "idle_timeout", idle_timeout, "idle_timeout_s", idle_timeout_s
         )
         loop = self._loop
-        with loop.running(handle_sigterm) as client:
+        with loop.running(handle_sigterm) as client, suppress(RegistryWaitStopped):
             if client is not None:
                 # records an earlier iteration handed out and that were never acknowledged:
                 # read again from the first of them (their late acks no longer count)

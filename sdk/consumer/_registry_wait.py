@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from sdk._message import KafkaMessage
 from sdk.errors import SchemaRegistryUnavailableError
 
-__all__ = ["DEFAULT_REGISTRY_TIMEOUT_S", "RegistryWait", "as_unavailable"]
+__all__ = ["DEFAULT_REGISTRY_TIMEOUT_S", "RegistryWait", "RegistryWaitStopped", "as_unavailable"]
 
 _log = logging.getLogger("sdk.consumer")
 
@@ -28,6 +28,15 @@ DEFAULT_REGISTRY_TIMEOUT_S = 60.0
 
 _FIRST_DELAY_S = 0.2
 _MAX_DELAY_S = 5.0
+
+
+class RegistryWaitStopped(SchemaRegistryUnavailableError):
+    """The front end was stopped while it waited for the registry: not a failure of the run.
+
+    The record was not decoded, so nothing of it or after it is stored or committed; the
+    front end that set :attr:`RegistryWait.stopped` ends its run normally and the record is
+    read again.
+    """
 
 
 def as_unavailable(exc: Exception, message: KafkaMessage) -> SchemaRegistryUnavailableError | None:
@@ -79,8 +88,20 @@ class RegistryWait:
     ) -> None:
         self.timeout_s = timeout_s
         self.on_retry = on_retry
+        self.stopped: Callable[[], bool] | None = None
+        """The front end's stop flag (set by the Consumer): a stop ends the wait at once."""
         self._sleep = sleep
         self._clock = clock
+
+    def _pause(self, seconds: float) -> None:
+        """Sleep ``seconds``, in steps of at most 0.2 s when a stop can end the wait."""
+        if self.stopped is None:
+            self._sleep(seconds)
+            return
+        while seconds > 0 and not self.stopped():
+            step = min(seconds, _FIRST_DELAY_S)
+            self._sleep(step)
+            seconds -= step
 
     @classmethod
     def for_deserializers(cls, *deserializers: object) -> RegistryWait:
@@ -136,7 +157,19 @@ class RegistryWait:
                     url=last.url,
                     waited_s=waited,
                 ) from last
-            self._sleep(min(delay, self.timeout_s - waited))
+            self._pause(min(delay, self.timeout_s - waited))
+            if self.stopped is not None and self.stopped():
+                waited = self._clock() - started
+                _log.warning(
+                    "stopped while waiting for the schema registry: %s is read again", where
+                )
+                raise RegistryWaitStopped(
+                    f"{last}; stopped after waiting {waited:.1f}s for the registry: {where} and "
+                    "every later record were neither committed nor dead-lettered",
+                    record=message,
+                    url=last.url,
+                    waited_s=waited,
+                ) from last
             delay = min(delay * 2, _MAX_DELAY_S)
             if self.on_retry is not None:
                 self.on_retry()
