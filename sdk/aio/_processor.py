@@ -26,7 +26,7 @@ from typing import Any
 from sdk._client import KafkaMessage
 from sdk._deprecation import moved, renamed
 from sdk.aio._bridge import HandlersAhead, LoopBridge
-from sdk.consumer import ConsumerRecord
+from sdk.consumer import ConsumerRecord, Ordering
 from sdk.errors import ConfigurationError
 from sdk.processor import OutputRecord, Processor, ProcessorStats
 from sdk.profiles import ProcessingProfile
@@ -126,10 +126,15 @@ class AsyncProcessor:
         max_duration_s: float | None = None,
         handle_sigterm: bool | None = None,
         max_seconds: float | None = None,
+        concurrency: int = 1,
+        ordering: Ordering = "key",
     ) -> ProcessorStats:
         """Await ``handler(record)`` per record until stopped; commit and close on the way out.
 
-        Stopped: :meth:`stop`, ``max_duration_s``, SIGTERM or cancellation.
+        Stopped: :meth:`stop`, ``max_duration_s``, SIGTERM or cancellation. With
+        ``concurrency=N`` up to N handlers of a polled batch are awaited at the same time,
+        each key's records one after another, then the batch's outputs go through the
+        transaction in offset order (the sync ``run(concurrency=N)``, docs/concurrency.md).
 
         Args:
             handler: ``async record -> iterable of OutputRecord`` (or None). Required unless
@@ -140,10 +145,13 @@ class AsyncProcessor:
                 the loop runs in the main thread and the application has no SIGTERM handler
                 of its own; True: always (the loop must run in the main thread); False: never.
             max_seconds: Deprecated name of ``max_duration_s``, removed in 0.3.
+            concurrency: Handlers awaited at the same time (1: one after another).
+            ordering: ``"key"``, ``"partition"`` or ``"unordered"`` (see the sync ``run``).
 
         Raises:
-            ConfigurationError: No handler (or one here and one in the constructor), or
-                ``handle_sigterm=True`` outside the main thread.
+            ConfigurationError: No handler (or one here and one in the constructor),
+                ``handle_sigterm=True`` outside the main thread, or a bad ``concurrency`` or
+                ``ordering``.
             asyncio.CancelledError: The awaiting task was cancelled (after the worker
                 committed or aborted and closed).
             ProducerFencedError, HandlerError, KafkaClientError: As the sync ``run``.
@@ -159,16 +167,29 @@ class AsyncProcessor:
         handler = handler or self._handler
         if handler is None:
             raise ConfigurationError("handler: give the handler to run(handler)", field="handler")
-        self._ahead = HandlersAhead(
-            self._bridge,
-            handler,
-            asyncio.get_running_loop(),
-            prepare=functools.partial(view, ConsumerRecord),
-            stopped=self._sync._engine.stopped,
-        )
+        loop = asyncio.get_running_loop()
+        if concurrency != 1:
+            # each handler thread of the sync run waits for its coroutine on the loop; no
+            # batch run ahead (the pool runs the batch's handlers, at the same time)
+            self._sync._before_handle = None
+            call: Callable[[ConsumerRecord], Any] = self._bridge.sync_handler(handler, loop)
+        else:
+            self._ahead = HandlersAhead(
+                self._bridge,
+                handler,
+                loop,
+                prepare=functools.partial(view, ConsumerRecord),
+                stopped=self._sync._engine.stopped,
+            )
+            call = self._call
         # SIGTERM is the bridge's (on the loop); the core runs in a worker thread
         loop_of_core = functools.partial(
-            self._sync.run, self._call, max_duration_s=limit, handle_sigterm=False
+            self._sync.run,
+            call,
+            max_duration_s=limit,
+            handle_sigterm=False,
+            concurrency=concurrency,
+            ordering=ordering,
         )
         self._finished = asyncio.Event()
         try:

@@ -97,3 +97,46 @@ def test_cancelling_the_run_cancels_the_running_handlers_and_loses_nothing(
     assert set(handled) == set(range(1_000))  # nothing lost
     assert set(cancelled) <= set(Counter(handled))  # each cancelled one handled later
     assert sum(committed(bs, group, topic, PARTS)) == 1_000
+
+
+def test_async_processor_awaits_a_batchs_handlers_at_once_exactly_once(
+    kafka_cluster: Any, make_topic: Any, make_group: Any
+) -> None:
+    from sdk.aio import AsyncProcessor
+    from sdk.processor import OutputRecord
+    from sdk.profiles import ProcessingProfile
+    from tests.sdk.processor._support import verify
+
+    bs = kafka_cluster.bootstrap_servers
+    src, dst, group = make_topic(PARTS), make_topic(PARTS), make_group()
+    n = 2_000
+    seed_keys(bs, src, n, 200)
+    side = {"guarantee": "exactly_once", "bootstrap_servers": bs}
+    profile = ProcessingProfile(
+        guarantee="exactly_once",
+        consumer={**side, "group_id": group, "session_timeout_ms": 6_000},
+        producer={**side, "transactional_id_prefix": f"{group}-"},
+        commit_interval_ms=100,
+    )
+    now = peak = done = 0
+
+    async def main() -> None:
+        proc = AsyncProcessor(profile, [src], instance_id="a0")
+
+        async def handler(record: ConsumerRecord) -> list[OutputRecord]:
+            nonlocal now, peak, done
+            now += 1
+            peak = max(peak, now)
+            await asyncio.sleep(0.005)  # an awaited I/O call
+            now -= 1
+            done += 1
+            if done == n:
+                proc.stop()
+            return [OutputRecord(dst, record.value, record.key)]
+
+        await proc.run(handler, concurrency=32)
+
+    asyncio.run(main())
+    v = verify(bs, dst, PARTS, n)
+    assert (v.count, v.duplicates, v.missing, v.order_violations) == (n, 0, 0, 0)
+    assert peak > PARTS  # handlers of one batch awaited at the same time
