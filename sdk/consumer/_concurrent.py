@@ -37,7 +37,7 @@ from sdk.consumer._failure import FailurePath
 from sdk.consumer._loop import ConsumeLoop
 from sdk.consumer._records import ConsumerRecord
 from sdk.consumer._scheduler import ORDERINGS, TP, KeyScheduler, Ordering
-from sdk.errors import ConfigurationError
+from sdk.errors import ConfigurationError, HandlerError
 from sdk.observability import Telemetry
 from sdk.profiles import Guarantee
 
@@ -101,6 +101,8 @@ class ConcurrentRun:
         ordering: Which records must not run at the same time.
         max_buffered: Records taken and not finished at which the partitions are paused.
         group_id: For telemetry spans.
+        handler_timeout_s: A record in its handler this long goes through the failure
+            policy (dead letter, or stop); None: no limit.
     """
 
     def __init__(
@@ -114,6 +116,7 @@ class ConcurrentRun:
         ordering: Ordering,
         max_buffered: int,
         group_id: str,
+        handler_timeout_s: float | None = None,
     ) -> None:
         self._loop = loop
         self._failure = failure
@@ -126,15 +129,16 @@ class ConcurrentRun:
         self._paused: set[TP] = set()
         self._group = group_id
         self._tel: Telemetry | None = None
-        self._threads = [
-            threading.Thread(
-                target=self._scheduler.work,
-                args=(self._call, loop.stop),
-                name=f"sdk-handler-{i}",
-                daemon=True,
-            )
-            for i in range(concurrency)
-        ]
+        self._timeout_s = handler_timeout_s
+        self._threads = [self._worker() for _ in range(concurrency)]
+
+    def _worker(self) -> threading.Thread:
+        return threading.Thread(
+            target=self._scheduler.work,
+            args=(self._call, self._loop.stop),
+            name=f"sdk-handler-{len(getattr(self, '_threads', ()))}",
+            daemon=True,
+        )
 
     def __enter__(self) -> ConcurrentRun:
         self._offsets.release = self._release
@@ -169,6 +173,7 @@ class ConcurrentRun:
         handlers. Resumed at half of ``max_buffered``.
         """
         self._raise_error()
+        self._expire()
         self._settle()
         s, high = self._scheduler, self._high
         if s.pending + s.running >= high:
@@ -209,6 +214,7 @@ class ConcurrentRun:
                     break
             elif s.wait(lambda: s.error is not None or s.running + s.pending == 0, DRAIN_POLL_S):
                 break
+            self._expire()
             self._poll_paused()
         self._raise_error()
 
@@ -242,7 +248,8 @@ class ConcurrentRun:
             scheduler.wait(lambda: scheduler.running == 0, None, "handlers to finish")
             scheduler.close()
             for thread in self._threads:
-                thread.join()
+                if thread not in scheduler.abandoned_threads:  # those may never return
+                    thread.join()
             client = self._loop.client
             left = scheduler.drop() + scheduler.unfinished
             if client is not None:
@@ -287,6 +294,40 @@ class ConcurrentRun:
             failure.handle(self._handler, record, [message], first)
             return False
         return True
+
+    def _expire(self) -> None:
+        """Records in their handler past ``handler_timeout_s``: through the failure policy.
+
+        Each one's thread is abandoned and replaced (the call cannot be interrupted; what it
+        does later is ignored); the record is dead-lettered and counts as done, or the run
+        stops with :class:`HandlerError` (the record is read again, as for any failure).
+
+        Raises:
+            HandlerError: ``on_failure="stop"`` or no dead-letter topic.
+        """
+        if self._timeout_s is None:
+            return
+        for message in self._scheduler.expire(self._timeout_s):
+            replacement = self._worker()
+            self._threads.append(replacement)
+            replacement.start()
+            where = f"{message.topic()}[{message.partition()}]@{message.offset()}"
+            _log.error("handler still running after %.1fs on %s: given up", self._timeout_s, where)
+            error = HandlerError(
+                f"handler still running after {self._timeout_s:g}s (handler_timeout_s) on "
+                f"{where}; its thread was abandoned",
+                record=self._failure.decoder.try_decode(message) or message,
+                attempts=1,
+            )
+            try:
+                self._failure.give_up(error, message, attempts=1)  # dead letter, or raise
+            except BaseException:
+                # not done: counted as abandoned (at_most_once), read again (at_least_once)
+                self._scheduler.add_unfinished(message)
+                raise
+            client = self._loop.client
+            if self._alo and client is not None:
+                self._offsets.acked(client, [message])
 
     def _skip_done(self, messages: list[KafkaMessage]) -> list[KafkaMessage]:
         """Take out records finished before a restart, rebalance or rewind; mark them done."""

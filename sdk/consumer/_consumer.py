@@ -204,6 +204,7 @@ class Consumer:
         concurrency: int = 1,
         ordering: Ordering = "key",
         max_buffered: int | None = None,
+        handler_timeout_s: float | None = None,
     ) -> ConsumerStats:
         """Call ``handler(record)`` for each record until stopped; commit per the guarantee.
 
@@ -232,6 +233,11 @@ class Consumer:
             max_buffered: With ``concurrency`` > 1, records taken and not finished at which
                 the partitions are paused (polling goes on); resumed at half of it. Default
                 ``max(1000, 100 * concurrency)``.
+            handler_timeout_s: With ``concurrency`` > 1, a record still in its handler after
+                this long goes through the failure policy without retries: dead-lettered
+                (then done; its key's next record may start) or the run stops with
+                :class:`HandlerError`. The call itself cannot be interrupted: its thread is
+                abandoned and replaced, and what it does later is ignored. None: no limit.
 
         Returns:
             The counters (cumulative over runs).
@@ -248,15 +254,29 @@ class Consumer:
             KafkaClientError: A commit, dead-letter delivery or fatal client error.
             ConfigurationError: ``handle_sigterm=True`` outside the main thread.
             DoctorError: ``verify_cluster=True`` and a check of the cluster failed.
-            ConfigurationError: A bad ``concurrency``, ``ordering`` or ``max_buffered``.
+            ConfigurationError: A bad ``concurrency``, ``ordering``, ``max_buffered`` or
+                ``handler_timeout_s`` (which needs ``concurrency`` > 1).
         """
         idle_s = renamed(
             "Consumer.run", "idle_timeout", idle_timeout, "idle_timeout_s", idle_timeout_s
         )
         order, bound = check_concurrency(concurrency, ordering, max_buffered)
+        if handler_timeout_s is not None and (concurrency == 1 or not handler_timeout_s > 0):
+            raise ConfigurationError(
+                "handler_timeout_s: needs concurrency > 1 (a handler is given up on a worker "
+                f"thread) and a number > 0, got {handler_timeout_s!r}",
+                field="handler_timeout_s",
+            )
         if concurrency > 1:
             self._run_concurrently(
-                handler, concurrency, order, bound, max_records, idle_s, handle_sigterm
+                handler,
+                concurrency,
+                order,
+                bound,
+                max_records,
+                idle_s,
+                handle_sigterm,
+                handler_timeout_s,
             )
             return self.stats
         # a stop while decoding waits for the schema registry ends the run normally
@@ -280,6 +300,7 @@ class Consumer:
         max_records: int | None,
         idle_s: float | None,
         handle_sigterm: bool | None,
+        handler_timeout_s: float | None,
     ) -> None:
         if self._before_handle is not None:
             raise ConfigurationError(
@@ -299,6 +320,7 @@ class Consumer:
                 ordering=ordering,
                 max_buffered=max_buffered,
                 group_id=self.profile.group_id,
+                handler_timeout_s=handler_timeout_s,
             ) as run,
         ):
             for messages in self._loop.batches(

@@ -282,6 +282,16 @@ class FailurePath:
             return
         self.stats.handled += len(messages)
 
+    def give_up(self, error: SdkError, message: KafkaMessage, *, attempts: int) -> None:
+        """The policy's last step for a record whose handler failed otherwise (a timeout).
+
+        Raises:
+            SdkError: ``error``, with ``on_failure="stop"`` or no dead-letter topic.
+            KafkaClientError: The dead-letter record was not acknowledged.
+        """
+        self.stats.handler_failures += 1
+        self._fail(error, [message], attempts=attempts, stage="handler")
+
     def _count_registry_retry(self) -> None:
         self.stats.registry_retries += 1
         if self.telemetry is not None:

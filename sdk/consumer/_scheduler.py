@@ -64,6 +64,12 @@ class KeyScheduler:
         """Records whose handling raised (the first one's error is :attr:`error`)."""
         self._halted = False
         self._closed = False
+        # records in a handler now, by slot: (message, key, since when, on which thread)
+        self._slots: dict[int, tuple[KafkaMessage, Hashable, float, threading.Thread]] = {}
+        self._next_slot = 0
+        self._abandoned: set[int] = set()
+        self.abandoned_threads: set[threading.Thread] = set()
+        """Threads left in a handler that ran past the timeout (never joined)."""
 
     # ------------------------------------------------------------------ the run's thread
     def add(self, messages: list[KafkaMessage]) -> None:
@@ -153,6 +159,44 @@ class KeyScheduler:
         """Records of ``partitions`` in a handler now (call under :meth:`wait`'s lock)."""
         return sum(self._running.get(tp, 0) for tp in partitions)
 
+    def expire(self, timeout_s: float) -> list[KafkaMessage]:
+        """Give up the records in a handler for ``timeout_s`` or longer; return them.
+
+        Their threads are abandoned (a thread cannot be interrupted): what the handler
+        returns or raises later is ignored and the thread ends. Each record's key is released
+        at once, so the key's next record may start while the abandoned call still runs.
+        """
+        now = time.monotonic()
+        expired: list[KafkaMessage] = []
+        with self._lock:
+            for slot, (message, key, since, thread) in list(self._slots.items()):
+                if now - since < timeout_s:
+                    continue
+                del self._slots[slot]
+                self._abandoned.add(slot)
+                self.abandoned_threads.add(thread)
+                self.running -= 1
+                self._running[(message.topic(), message.partition())] -= 1
+                self._release_key(key)
+                expired.append(message)
+            if expired:
+                self._change.notify_all()
+        return expired
+
+    def add_unfinished(self, message: KafkaMessage) -> None:
+        """A record given up by :meth:`expire` was not done either (the run stops)."""
+        with self._lock:
+            self.unfinished.append(message)
+
+    def _release_key(self, key: Hashable) -> None:
+        """A record of ``key`` is done (under the lock): its next one may start."""
+        rest = self._queues.get(key)
+        if rest:
+            self._ready.append(key)
+            self._work.notify()
+        elif rest is not None:
+            del self._queues[key]
+
     def close(self) -> None:
         """Let the workers end (after the record each one has in hand)."""
         with self._lock:
@@ -181,6 +225,8 @@ class KeyScheduler:
                 self.pending -= 1
                 self.running += 1
                 self._running[tp] = self._running.get(tp, 0) + 1
+                slot = self._next_slot = self._next_slot + 1
+                self._slots[slot] = (message, key, time.monotonic(), threading.current_thread())
             error: BaseException | None = None
             result: object = None
             try:
@@ -188,6 +234,10 @@ class KeyScheduler:
             except BaseException as exc:  # kept for the run's thread, which re-raises it
                 error = exc
             with lock:
+                if slot in self._abandoned:  # given up by expire(): nothing of it counts
+                    self._abandoned.discard(slot)
+                    return  # a new worker took this one's place
+                del self._slots[slot]
                 self.running -= 1
                 self._running[tp] -= 1
                 if error is not None:
@@ -197,12 +247,7 @@ class KeyScheduler:
                     self._halted = True  # the key stays blocked: its record is not done
                 else:
                     self._finished.append((message, result))
-                    rest = queues.get(key)
-                    if rest:
-                        ready.append(key)
-                        self._work.notify()
-                    elif rest is not None:
-                        del queues[key]
+                    self._release_key(key)
                 self._change.notify_all()
             if error is not None:
                 stop()

@@ -237,3 +237,40 @@ def test_records_finished_above_the_committed_offset_are_not_handled_again(
     assert set(second.handled) == set(range(200)) - done_before  # nothing done twice
     assert stats.skipped_done == len(done_before)
     assert committed(bs, group, topic, 1) == [200]
+
+
+def test_a_handler_stuck_past_the_timeout_is_dead_lettered_and_its_key_goes_on(
+    kafka_cluster: Any, make_topic: Any, make_group: Any
+) -> None:
+    """Record 10 blocks for good; after 1 s it is dead-lettered (raw bytes, the SDK's
+    headers), counts as done, and its key's later records run: everything is committed."""
+    from tests.sdk.consumer._support import read_topic
+
+    bs = kafka_cluster.bootstrap_servers
+    topic, dlq, group = make_topic(PARTS), make_topic(1), make_group()
+    seed_keys(bs, topic, 400, 20)  # key k10 also holds records 30, 50, ...
+    forever = threading.Event()
+    seen: list[int] = []
+
+    def handler(record: ConsumerRecord) -> None:
+        if record.value == "10":
+            forever.wait()
+        seen.append(int(record.value))
+
+    prof = profile(
+        bs,
+        "at_least_once",
+        group,
+        auto_offset_reset="earliest",
+        failure={"attempts": 2, "backoff_initial_ms": 1, "on_failure": "dlq", "dlq_topic": dlq},
+    )
+    try:
+        with Consumer(prof, [topic], value_deserializer="str") as consumer:
+            stats = consumer.run(handler, concurrency=4, handler_timeout_s=1.0, max_records=400)
+    finally:
+        forever.set()
+    assert sorted(seen) == [i for i in range(400) if i != 10]  # k10's later records ran
+    assert stats.dead_lettered == 1 and stats.handler_failures == 1 and stats.retries == 0
+    dead = read_topic(bs, dlq, 1)
+    assert [m.value() for m in dead] == [b"10"]
+    assert committed(bs, group, topic, PARTS) == _ends(bs, topic)
