@@ -28,6 +28,7 @@ from sdk._config import ClientConfig, ConfigMapping
 from sdk._deprecation import renamed
 from sdk.aio._bridge import HandlersAhead, LoopBridge
 from sdk.consumer import Consumer, ConsumerRecord, ConsumerStats, Ordering
+from sdk.errors import ConfigurationError
 from sdk.lifecycle import Lifecycle
 from sdk.observability import Telemetry
 from sdk.profiles import ConsumerProfile
@@ -51,6 +52,26 @@ class ConsumerOptions(TypedDict, total=False):
 
 
 Ts = TypeVarTuple("Ts")
+
+
+def _timed(
+    handler: Callable[[ConsumerRecord], Awaitable[object]], timeout_s: float
+) -> Callable[[ConsumerRecord], Awaitable[object]]:
+    """``handler`` whose attempts are cancelled after ``timeout_s`` (TimeoutError).
+
+    Raises:
+        ConfigurationError: ``timeout_s`` is not a number > 0.
+    """
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or timeout_s <= 0:
+        raise ConfigurationError(
+            f"handler_timeout_s: a number of seconds > 0, got {timeout_s!r}",
+            field="handler_timeout_s",
+        )
+
+    async def timed(record: ConsumerRecord) -> object:
+        return await asyncio.wait_for(handler(record), timeout_s)
+
+    return timed
 
 
 class AsyncConsumer:
@@ -125,6 +146,7 @@ class AsyncConsumer:
         concurrency: int = 1,
         ordering: Ordering = "key",
         max_buffered: int | None = None,
+        handler_timeout_s: float | None = None,
     ) -> ConsumerStats:
         """Await ``handler(record)`` for each record; commit per the guarantee (as ``run``).
 
@@ -144,6 +166,10 @@ class AsyncConsumer:
             concurrency: Handlers awaited at the same time (1: one after another).
             ordering: ``"key"``, ``"partition"`` or ``"unordered"`` (see the sync ``run``).
             max_buffered: Records taken and not finished at which the partitions are paused.
+            handler_timeout_s: An attempt of the handler still running after this long is
+                cancelled and fails with :class:`TimeoutError`, which the failure policy
+                retries, dead-letters or stops on as any failure (unlike the sync
+                ``run``'s, the attempt really ends). None: no limit.
 
         Raises:
             asyncio.CancelledError: The awaiting task was cancelled (after the commit of what
@@ -155,6 +181,8 @@ class AsyncConsumer:
             "AsyncConsumer.run", "idle_timeout", idle_timeout, "idle_timeout_s", idle_timeout_s
         )
         sync = self._sync
+        if handler_timeout_s is not None:
+            handler = _timed(handler, handler_timeout_s)
         if concurrency != 1:  # checked by the sync run
             return await self._bridge.run(
                 functools.partial(

@@ -56,3 +56,47 @@ def test_handler_timeout_needs_concurrency() -> None:
         with pytest.raises(ConfigurationError) as info:
             consumer.run(lambda r: None, handler_timeout_s=1)
         assert info.value.field == "handler_timeout_s"
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_an_async_handler_past_the_timeout_is_cancelled_and_fails(concurrency: int) -> None:
+    """AsyncConsumer: the attempt is cancelled at the timeout (TimeoutError), retried per the
+    policy (2 attempts), then the run stops with HandlerError; nothing at or after it stored."""
+    import asyncio
+
+    from sdk.aio import AsyncConsumer
+
+    client = FakeConsumerClient(
+        batches=[[FakeMessage("t", 0, i, str(i).encode(), key=f"k{i}".encode()) for i in range(4)]],
+        assign_on_subscribe=[("t", 0)],
+    )
+    profile = ConsumerProfile(
+        guarantee="at_least_once",
+        bootstrap_servers="unused:1",
+        group_id="g",
+        failure={"attempts": 2, "backoff_initial_ms": 1, "on_failure": "stop"},
+    )
+    cancelled: list[int] = []
+
+    async def handler(record: Any) -> None:
+        if record.offset == 1:
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                cancelled.append(record.offset)
+                raise
+
+    async def main() -> None:
+        async with AsyncConsumer(profile, ["t"], client_factory=lambda cfg: client) as c:
+            with pytest.raises(HandlerError) as info:
+                await c.run(
+                    handler, concurrency=concurrency, handler_timeout_s=0.2, idle_timeout_s=30
+                )
+            assert isinstance(info.value.__cause__, TimeoutError)
+            assert c.stats.retries == 1 and c.stats.handler_failures == 1
+
+    started = time.monotonic()
+    asyncio.run(main())
+    assert time.monotonic() - started < 10
+    assert cancelled == [1, 1]  # both attempts ended at the timeout
+    assert all(offset <= 1 for _, _, offset in client.stored)
