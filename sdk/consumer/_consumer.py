@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Generator, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from typing import Literal
 
@@ -22,6 +23,7 @@ from sdk.consumer._records import (
     RecordHandler,
 )
 from sdk.consumer._registry_wait import RegistryWaitStopped
+from sdk.consumer._scheduler import ordering_key
 from sdk.errors import (
     ClosedError,
     ConfigurationError,
@@ -337,6 +339,8 @@ class Consumer:
         idle_timeout_s: float | None = None,
         handle_sigterm: bool | None = None,
         idle_timeout: float | None = None,
+        concurrency: int = 1,
+        ordering: Ordering = "key",
     ) -> ConsumerStats:
         """Like :meth:`run`, but ``handler(records)`` gets each polled batch at once.
 
@@ -344,20 +348,33 @@ class Consumer:
         stops). Poison pills are taken out of the batch: the records before one are handled
         first, so per-partition order of offsets is kept.
 
+        With ``concurrency=N`` (N > 1) each polled batch is split by ``ordering`` key into up
+        to N sub-batches (one key's records in one sub-batch, in offset order), handled at the
+        same time on N threads; the batch's offsets are stored once all of them are done.
+
         Raises:
             ClosedError: See :meth:`run`.
             HandlerError: See :meth:`run` (``.record`` is the list of records).
             SerializationError: See :meth:`run`.
             KafkaClientError: See :meth:`run`.
-            ConfigurationError: See :meth:`run`.
+            ConfigurationError: See :meth:`run`; a bad ``concurrency`` or ``ordering``.
         """
         idle_s = renamed(
             "Consumer.run_batch", "idle_timeout", idle_timeout, "idle_timeout_s", idle_timeout_s
         )
-        with self._loop.running(handle_sigterm), suppress(RegistryWaitStopped):
+        order, _ = check_concurrency(concurrency, ordering, None)
+        key_of = None if order == "unordered" else ordering_key(order)
+        with (
+            self._loop.running(handle_sigterm),
+            suppress(RegistryWaitStopped),
+            ThreadPoolExecutor(concurrency, thread_name_prefix="sdk-batch") as pool,
+        ):
             for messages in self._loop.batches(max_records, idle_s):
                 try:
-                    self._handling.batch(handler, messages)
+                    if concurrency == 1:
+                        self._handling.batch(handler, messages)
+                    else:
+                        self._handling.batch_split(handler, messages, pool, concurrency, key_of)
                 finally:  # an error inside the batch: its rest is read again
                     self._offsets.rewind_rest(self._loop.client, messages, self._loop.in_flight)
         return self.stats

@@ -8,7 +8,8 @@ it is committed. :meth:`RecordHandling._plain` is the hot path without telemetry
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from concurrent.futures import ThreadPoolExecutor
 
 from sdk._client import ConsumerClient, KafkaMessage
 from sdk.consumer._commits import OffsetKeeper
@@ -192,6 +193,51 @@ class RecordHandling:
                 with tel.batch_process_span(taken, self._group):
                     self._failure.handle(handler, records, taken)
             self._done(taken)
+
+    def batch_split(
+        self,
+        handler: Callable[[list[ConsumerRecord]], object],
+        messages: list[KafkaMessage],
+        pool: ThreadPoolExecutor,
+        groups: int,
+        key_of: Callable[[KafkaMessage], Hashable] | None,
+    ) -> None:
+        """``run_batch(concurrency=N)``: sub-batches by ordering key, handled at the same time.
+
+        The batch is split into up to ``groups`` sub-batches by ordering key (``key_of``;
+        None: unordered), handled on ``pool``. Records of one key (or partition) are in one
+        sub-batch, in offset order. Poison pills go through the failure policy first. The
+        batch's offsets are stored once every sub-batch is done; if one failed for good
+        (``on_failure="stop"``), none is stored and its error is raised after the others
+        finished (the whole batch is read again).
+        """
+        failure = self._failure
+        split: list[tuple[list[ConsumerRecord], list[KafkaMessage]]] = [
+            ([], []) for _ in range(groups)
+        ]
+        for i, message in enumerate(messages):
+            record = failure.decoder.try_decode(message)
+            if record is None:
+                failure.decode(message)  # the policy: dead-lettered, or raised
+                continue
+            records, taken = split[(hash(key_of(message)) if key_of else i) % groups]
+            records.append(record)
+            taken.append(message)
+        tel = self._loop.observed()
+
+        def handle(records: list[ConsumerRecord], taken: list[KafkaMessage]) -> None:
+            if tel is None:
+                failure.handle(handler, records, taken)
+                return
+            with tel.batch_process_span(taken, self._group):
+                failure.handle(handler, records, taken)
+
+        futures = [pool.submit(handle, r, t) for r, t in split if r]
+        errors = [f.exception() for f in futures]
+        error = next((e for e in errors if e is not None), None)
+        if error is not None:
+            raise error
+        self._done(messages)
 
     def _done(self, messages: list[KafkaMessage]) -> None:
         """The records are handled or dead-lettered: store their offsets (at_least_once)."""

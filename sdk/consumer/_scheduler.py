@@ -15,7 +15,7 @@ from typing import Literal
 
 from sdk._client import KafkaMessage
 
-__all__ = ["ORDERINGS", "TP", "KeyScheduler", "Ordering"]
+__all__ = ["ORDERINGS", "TP", "KeyScheduler", "Ordering", "ordering_key"]
 
 _log = logging.getLogger("sdk.consumer")
 
@@ -25,7 +25,8 @@ TP = tuple[str, int]
 _REPORT_EVERY_S = 10.0
 
 
-def _ordering_key(ordering: Ordering) -> Callable[[KafkaMessage], Hashable]:
+def ordering_key(ordering: Ordering) -> Callable[[KafkaMessage], Hashable]:
+    """What must not run at the same time as a record: its key, its partition, itself."""
     if ordering == "key":
         return lambda m: (m.topic(), m.partition(), m.key())
     if ordering == "partition":
@@ -46,7 +47,7 @@ class KeyScheduler:
     """
 
     def __init__(self, ordering: Ordering) -> None:
-        self._key_of = _ordering_key(ordering)
+        self._key_of = ordering_key(ordering)
         self._lock = threading.Lock()
         self._work = threading.Condition(self._lock)
         self._change = threading.Condition(self._lock)
