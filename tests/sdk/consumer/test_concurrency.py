@@ -274,3 +274,35 @@ def test_a_handler_stuck_past_the_timeout_is_dead_lettered_and_its_key_goes_on(
     dead = read_topic(bs, dlq, 1)
     assert [m.value() for m in dead] == [b"10"]
     assert committed(bs, group, topic, PARTS) == _ends(bs, topic)
+
+
+def test_run_batch_sub_batches_by_key_at_once(topic_of: Any) -> None:
+    bs, topic, group = topic_of(2_000, 100)
+    lock = threading.Lock()
+    calls: list[list[tuple[int, bytes | None, int]]] = []
+    now = peak = 0
+
+    def handler(records: list[ConsumerRecord]) -> None:
+        nonlocal now, peak
+        with lock:
+            now += 1
+            peak = max(peak, now)
+            calls.append([(r.partition, r.key, r.offset) for r in records])
+        time.sleep(0.01)
+        with lock:
+            now -= 1
+
+    prof = profile(bs, "at_least_once", group, auto_offset_reset="earliest", batch_size=200)
+    with Consumer(prof, [topic]) as consumer:
+        stats = consumer.run_batch(handler, concurrency=4, max_records=2_000, idle_timeout_s=20)
+    assert peak > 1 and stats.handled == 2_000
+    seen: dict[tuple[int, bytes | None], list[int]] = {}
+    for call in calls:
+        keys = {(p, k) for p, k, _ in call}
+        for key in keys:
+            offsets = [o for p, k, o in call if (p, k) == key]
+            assert offsets == sorted(offsets)
+            seen.setdefault(key, []).extend(offsets)
+    assert all(v == sorted(v) for v in seen.values())  # across batches too
+    assert sum(len(v) for v in seen.values()) == 2_000
+    assert committed(bs, group, topic, PARTS) == _ends(bs, topic)
