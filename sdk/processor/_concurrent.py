@@ -30,6 +30,9 @@ class BatchPool:
         compute: A message's result (its outputs, or the error to apply the policy to); an
             exception it raises stops the pool and is raised by :meth:`run`.
         stop: Called when ``compute`` raised (ends the run's polling).
+        timeout_s: A record computed for this long is given up: its thread abandoned and
+            replaced, its result ``timed_out(message)``; None: no limit.
+        timed_out: The result of a record given up.
     """
 
     def __init__(
@@ -38,19 +41,25 @@ class BatchPool:
         ordering: Ordering,
         compute: Callable[[KafkaMessage], object],
         stop: Callable[[], None],
+        timeout_s: float | None = None,
+        timed_out: Callable[[KafkaMessage], object] | None = None,
     ) -> None:
         self._scheduler = KeyScheduler(ordering)
-        self._threads = [
-            threading.Thread(
-                target=self._scheduler.work,
-                args=(compute, stop),
-                name=f"sdk-processor-handler-{i}",
-                daemon=True,
-            )
-            for i in range(concurrency)
-        ]
-        for thread in self._threads:
-            thread.start()
+        self._compute, self._stop = compute, stop
+        self._timeout_s, self._timed_out = timeout_s, timed_out
+        self._threads: list[threading.Thread] = []
+        for _ in range(concurrency):
+            self._start_worker()
+
+    def _start_worker(self) -> None:
+        thread = threading.Thread(
+            target=self._scheduler.work,
+            args=(self._compute, self._stop),
+            name=f"sdk-processor-handler-{len(self._threads)}",
+            daemon=True,
+        )
+        self._threads.append(thread)
+        thread.start()
 
     def run(self, messages: list[KafkaMessage]) -> list[object]:
         """Every message's result, in the order of ``messages``.
@@ -60,12 +69,18 @@ class BatchPool:
         """
         s = self._scheduler
         s.add(messages)
-        s.wait(
+        given_up: dict[int, object] = {}
+        while not s.wait(
             lambda: s.error is not None or s.pending + s.running == 0,
-            None,
+            None if self._timeout_s is None else min(self._timeout_s, 0.2),
             "the batch's handlers",
-        )
+        ):
+            assert self._timeout_s is not None and self._timed_out is not None
+            for message in s.expire(self._timeout_s):  # abandoned; a new thread instead
+                self._start_worker()
+                given_up[id(message)] = self._timed_out(message)
         finished = {id(m): result for m, result in s.take_finished()}
+        finished.update(given_up)
         if s.error is not None:
             s.drop()
             raise s.error
@@ -78,4 +93,5 @@ class BatchPool:
         s.wait(lambda: s.running == 0, None, "handlers to finish")
         s.close()
         for thread in self._threads:
-            thread.join()
+            if thread not in s.abandoned_threads:  # those may never return
+                thread.join()

@@ -86,13 +86,31 @@ class TransactionHandling:
 
     @contextmanager
     def concurrently(
-        self, concurrency: int, ordering: Ordering, stop: Callable[[], None]
+        self,
+        concurrency: int,
+        ordering: Ordering,
+        stop: Callable[[], None],
+        timeout_s: float | None = None,
     ) -> Iterator[None]:
-        """A run whose per-record handlers run on ``concurrency`` threads (1: inline)."""
+        """A run whose per-record handlers run on ``concurrency`` threads (1: inline).
+
+        ``timeout_s``: a handler still running after it fails the record (no retry): its
+        dead-letter output, or stop.
+        """
         if concurrency == 1:
             yield
             return
-        self._pool = BatchPool(concurrency, ordering, self._compute, stop)
+
+        def timed_out(msg: KafkaMessage) -> HandlerError:
+            where = f"{msg.topic()}[{msg.partition()}]@{msg.offset()}"
+            return HandlerError(
+                f"handler still running after {timeout_s:g}s (handler_timeout_s) on {where}; "
+                "its thread was abandoned",
+                record=view(ConsumerRecord, msg),
+                attempts=1,
+            )
+
+        self._pool = BatchPool(concurrency, ordering, self._compute, stop, timeout_s, timed_out)
         try:
             yield
         finally:

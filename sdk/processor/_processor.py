@@ -239,6 +239,7 @@ class Processor:
         max_seconds: float | None = None,
         concurrency: int = 1,
         ordering: Ordering = "key",
+        handler_timeout_s: float | None = None,
     ) -> ProcessorStats:
         """Run ``handler`` on every record until :meth:`stop`; commit and close on the way out.
 
@@ -265,6 +266,10 @@ class Processor:
             concurrency: Handler threads (1: one record after another, in this thread).
             ordering: With ``concurrency`` > 1, which records never run at the same time:
                 ``"key"`` (the same key in a partition), ``"partition"`` or ``"unordered"``.
+            handler_timeout_s: With ``concurrency`` > 1, a handler still running after this
+                long fails its record without retries: its dead-letter output goes into the
+                transaction, or the run stops (abort). Its thread is abandoned and replaced
+                (what it returns later is ignored). None: no limit.
 
         Returns:
             The counters.
@@ -285,7 +290,15 @@ class Processor:
             "Processor.run", "max_seconds", max_seconds, "max_duration_s", max_duration_s
         )
         order, _ = check_concurrency(concurrency, ordering, None)
-        return self._run(handler, None, limit, handle_sigterm, (concurrency, order))
+        if handler_timeout_s is not None and (concurrency == 1 or not handler_timeout_s > 0):
+            raise ConfigurationError(
+                "handler_timeout_s: needs concurrency > 1 (a handler is given up on a worker "
+                f"thread) and a number > 0, got {handler_timeout_s!r}",
+                field="handler_timeout_s",
+            )
+        return self._run(
+            handler, None, limit, handle_sigterm, (concurrency, order), handler_timeout_s
+        )
 
     def run_batch(
         self,
@@ -322,6 +335,7 @@ class Processor:
         max_duration_s: float | None,
         handle_sigterm: bool | None,
         concurrency: tuple[int, Ordering] = (1, "key"),
+        handler_timeout_s: float | None = None,
     ) -> ProcessorStats:
         if self.state is Lifecycle.CLOSED:
             raise ClosedError("Processor.run() after close()")
@@ -330,7 +344,9 @@ class Processor:
         try:
             with self._engine.running(handle_sigterm) as client:
                 if client is not None:  # None: stopped while waiting for a broker
-                    with self._handling.concurrently(*concurrency, self._engine.stop):
+                    with self._handling.concurrently(
+                        *concurrency, self._engine.stop, handler_timeout_s
+                    ):
                         self._loop(deadline)
         finally:
             self.close()

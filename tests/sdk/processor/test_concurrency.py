@@ -102,3 +102,37 @@ def test_a_failing_record_is_dead_lettered_inside_the_transaction(
     assert stats.dead_lettered == len(bad) and stats.handler_failures == len(bad)
     dead = verify(bs, dlq, 1, 0)
     assert dead.count == len(bad) and dead.duplicates == 0
+
+
+def test_a_handler_stuck_past_the_timeout_is_dead_lettered_in_the_transaction(
+    kafka_cluster: Any, make_topic: Any, make_group: Any
+) -> None:
+    bs = kafka_cluster.bootstrap_servers
+    src, dst, dlq, group = make_topic(PARTS), make_topic(PARTS), make_topic(1), make_group()
+    n = 400
+    seed(bs, src, n, keys=40)
+    forever = threading.Event()
+
+    def handler(record: Any) -> list[OutputRecord]:
+        if record.value == b"10":
+            forever.wait()  # stuck: given up after handler_timeout_s
+        return [OutputRecord(topic=dst, key=record.key, value=record.value)]
+
+    prof = eos_profile(bs, group, failure={"attempts": 3, "on_failure": "dlq", "dlq_topic": dlq})
+    proc = Processor(prof, [src], instance_id="p0")
+    try:
+        stats = _run(
+            proc,
+            handler,
+            lambda: committed_total(bs, group, src, PARTS) >= n,
+            concurrency=4,
+            handler_timeout_s=1.0,
+        )
+    finally:
+        forever.set()
+    v = verify(bs, dst, PARTS, n)
+    assert v.duplicates == 0 and v.order_violations == 0
+    assert set(range(n)) - {x for vals in v.values.values() for x in vals} == {10}
+    assert stats.dead_lettered == 1 and stats.handler_failures == 1
+    dead = verify(bs, dlq, 1, 0)
+    assert dead.count == 1 and dead.values and 10 in next(iter(dead.values.values()))
