@@ -25,7 +25,6 @@ not yet handled (a crash loses them). Here:
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from types import TracebackType
 
@@ -36,8 +35,8 @@ from sdk.consumer._commits import OffsetKeeper
 from sdk.consumer._failure import FailurePath
 from sdk.consumer._loop import ConsumeLoop
 from sdk.consumer._records import ConsumerRecord
-from sdk.consumer._scheduler import ORDERINGS, TP, KeyScheduler, Ordering
-from sdk.errors import ConfigurationError, HandlerError
+from sdk.consumer._scheduler import ORDERINGS, TP, KeyScheduler, Ordering, timed_out
+from sdk.errors import ConfigurationError
 from sdk.observability import Telemetry
 from sdk.profiles import Guarantee
 
@@ -57,14 +56,23 @@ _MIN_BUFFER = 1_000
 
 
 def check_concurrency(
-    concurrency: int, ordering: str, max_buffered: int | None
+    concurrency: int,
+    ordering: str,
+    max_buffered: int | None,
+    handler_timeout_s: float | None = None,
 ) -> tuple[Ordering, int]:
     """Validate ``run()``'s concurrency arguments; return the ordering and the buffer bound.
 
     Raises:
-        ConfigurationError: ``concurrency`` < 1, an unknown ordering, or ``max_buffered``
-            below ``concurrency``.
+        ConfigurationError: ``concurrency`` < 1, an unknown ordering, ``max_buffered`` below
+            ``concurrency``, or a ``handler_timeout_s`` without ``concurrency`` > 1 or not > 0.
     """
+    if handler_timeout_s is not None and (concurrency == 1 or not handler_timeout_s > 0):
+        raise ConfigurationError(
+            "handler_timeout_s: needs concurrency > 1 (a handler is given up on a worker "
+            f"thread) and a number > 0, got {handler_timeout_s!r}",
+            field="handler_timeout_s",
+        )
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ConfigurationError(
             f"concurrency: must be an int >= 1, got {concurrency!r}", field="concurrency"
@@ -130,21 +138,12 @@ class ConcurrentRun:
         self._group = group_id
         self._tel: Telemetry | None = None
         self._timeout_s = handler_timeout_s
-        self._threads = [self._worker() for _ in range(concurrency)]
-
-    def _worker(self) -> threading.Thread:
-        return threading.Thread(
-            target=self._scheduler.work,
-            args=(self._call, self._loop.stop),
-            name=f"sdk-handler-{len(getattr(self, '_threads', ()))}",
-            daemon=True,
-        )
+        self._concurrency = concurrency
 
     def __enter__(self) -> ConcurrentRun:
         self._offsets.release = self._release
         self._offsets.load_done = self._alo
-        for thread in self._threads:
-            thread.start()
+        self._scheduler.start(self._concurrency, self._call, self._loop.stop, "sdk-handler")
         return self
 
     # ------------------------------------------------------------------ the engine's hooks
@@ -243,13 +242,8 @@ class ConcurrentRun:
         tb: TracebackType | None,
     ) -> None:
         scheduler = self._scheduler
-        scheduler.halt()
         try:
-            scheduler.wait(lambda: scheduler.running == 0, None, "handlers to finish")
-            scheduler.close()
-            for thread in self._threads:
-                if thread not in scheduler.abandoned_threads:  # those may never return
-                    thread.join()
+            scheduler.shutdown()
             client = self._loop.client
             left = scheduler.drop() + scheduler.unfinished
             if client is not None:
@@ -308,17 +302,8 @@ class ConcurrentRun:
         if self._timeout_s is None:
             return
         for message in self._scheduler.expire(self._timeout_s):
-            replacement = self._worker()
-            self._threads.append(replacement)
-            replacement.start()
-            where = f"{message.topic()}[{message.partition()}]@{message.offset()}"
-            _log.error("handler still running after %.1fs on %s: given up", self._timeout_s, where)
-            error = HandlerError(
-                f"handler still running after {self._timeout_s:g}s (handler_timeout_s) on "
-                f"{where}; its thread was abandoned",
-                record=self._failure.decoder.try_decode(message) or message,
-                attempts=1,
-            )
+            record = self._failure.decoder.try_decode(message) or message
+            error = timed_out(message, self._timeout_s, record)
             try:
                 self._failure.give_up(error, message, attempts=1)  # dead letter, or raise
             except BaseException:

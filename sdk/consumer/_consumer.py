@@ -262,13 +262,7 @@ class Consumer:
         idle_s = renamed(
             "Consumer.run", "idle_timeout", idle_timeout, "idle_timeout_s", idle_timeout_s
         )
-        order, bound = check_concurrency(concurrency, ordering, max_buffered)
-        if handler_timeout_s is not None and (concurrency == 1 or not handler_timeout_s > 0):
-            raise ConfigurationError(
-                "handler_timeout_s: needs concurrency > 1 (a handler is given up on a worker "
-                f"thread) and a number > 0, got {handler_timeout_s!r}",
-                field="handler_timeout_s",
-            )
+        order, bound = check_concurrency(concurrency, ordering, max_buffered, handler_timeout_s)
         if concurrency > 1:
             self._run_concurrently(
                 handler,

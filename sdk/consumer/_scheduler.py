@@ -14,8 +14,9 @@ from collections.abc import Callable, Hashable
 from typing import Literal
 
 from sdk._client import KafkaMessage
+from sdk.errors import HandlerError
 
-__all__ = ["ORDERINGS", "TP", "KeyScheduler", "Ordering", "ordering_key"]
+__all__ = ["ORDERINGS", "TP", "KeyScheduler", "Ordering", "ordering_key", "timed_out"]
 
 _log = logging.getLogger("sdk.consumer")
 
@@ -32,6 +33,18 @@ def ordering_key(ordering: Ordering) -> Callable[[KafkaMessage], Hashable]:
     if ordering == "partition":
         return lambda m: (m.topic(), m.partition())
     return lambda m: (m.topic(), m.partition(), m.offset())
+
+
+def timed_out(message: KafkaMessage, timeout_s: float, record: object) -> HandlerError:
+    """The error of a record given up by :meth:`KeyScheduler.expire` (``record``: its view)."""
+    where = f"{message.topic()}[{message.partition()}]@{message.offset()}"
+    _log.error("handler still running after %.1fs on %s: given up", timeout_s, where)
+    return HandlerError(
+        f"handler still running after {timeout_s:g}s (handler_timeout_s) on {where}; its "
+        "thread was abandoned",
+        record=record,
+        attempts=1,
+    )
 
 
 class KeyScheduler:
@@ -69,8 +82,10 @@ class KeyScheduler:
         self._slots: dict[int, tuple[KafkaMessage, Hashable, float, threading.Thread]] = {}
         self._next_slot = 0
         self._abandoned: set[int] = set()
-        self.abandoned_threads: set[threading.Thread] = set()
-        """Threads left in a handler that ran past the timeout (never joined)."""
+        self._abandoned_threads: set[threading.Thread] = set()  # never joined
+        self._threads: list[threading.Thread] = []
+        self._worker_args: tuple[Callable[[KafkaMessage], object], Callable[[], None]] | None = None
+        self._name = "sdk-handler"
 
     # ------------------------------------------------------------------ the run's thread
     def add(self, messages: list[KafkaMessage]) -> None:
@@ -160,12 +175,48 @@ class KeyScheduler:
         """Records of ``partitions`` in a handler now (call under :meth:`wait`'s lock)."""
         return sum(self._running.get(tp, 0) for tp in partitions)
 
+    def start(
+        self,
+        workers: int,
+        call: Callable[[KafkaMessage], object],
+        stop: Callable[[], None],
+        name: str,
+    ) -> None:
+        """Start ``workers`` threads running :meth:`work` (daemons, named ``name-i``)."""
+        self._worker_args, self._name = (call, stop), name
+        for _ in range(workers):
+            self._start_worker()
+
+    def _start_worker(self) -> None:
+        assert self._worker_args is not None  # start() came first
+        thread = threading.Thread(
+            target=self.work,
+            args=self._worker_args,
+            name=f"{self._name}-{len(self._threads)}",
+            daemon=True,
+        )
+        self._threads.append(thread)
+        thread.start()
+
+    def shutdown(self) -> None:
+        """Start nothing more, wait for the records running, end and join the workers.
+
+        Threads abandoned by :meth:`expire` are not waited for: they may never return.
+        """
+        self.halt()
+        self.wait(lambda: self.running == 0, None, "handlers to finish")
+        self.close()
+        for thread in self._threads:
+            if thread not in self._abandoned_threads:
+                thread.join()
+
     def expire(self, timeout_s: float) -> list[KafkaMessage]:
         """Give up the records in a handler for ``timeout_s`` or longer; return them.
 
         Their threads are abandoned (a thread cannot be interrupted): what the handler
-        returns or raises later is ignored and the thread ends. Each record's key is released
-        at once, so the key's next record may start while the abandoned call still runs.
+        returns or raises later is ignored and the thread ends; a new worker takes each one's
+        place (after :meth:`start`). Each record's key is released at once, so the key's next
+        record may start while the abandoned call still runs.
         """
         now = time.monotonic()
         expired: list[KafkaMessage] = []
@@ -175,13 +226,16 @@ class KeyScheduler:
                     continue
                 del self._slots[slot]
                 self._abandoned.add(slot)
-                self.abandoned_threads.add(thread)
+                self._abandoned_threads.add(thread)
                 self.running -= 1
                 self._running[(message.topic(), message.partition())] -= 1
                 self._release_key(key)
                 expired.append(message)
             if expired:
                 self._change.notify_all()
+        if self._worker_args is not None:
+            for _ in expired:
+                self._start_worker()
         return expired
 
     def add_unfinished(self, message: KafkaMessage) -> None:

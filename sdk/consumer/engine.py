@@ -13,8 +13,8 @@ them may change in any release.
   :class:`DeadLetterSink` / :func:`dead_letter_sink` (the dead-letter producer of a profile),
   :class:`FailurePath` (the handler's retries, then dead letter or stop);
 * key-ordered concurrency: :class:`KeyScheduler` (one record per ordering key at a time, in
-  offset order, on worker threads) and :func:`check_concurrency` (``run(concurrency=N)``'s
-  arguments);
+  offset order, on worker threads it owns), :func:`check_concurrency` (``run(concurrency=N)``'s
+  arguments) and :func:`timed_out` (the error of a handler given up at its timeout);
 * the at-most-once commit before handling: :func:`commit_before_handling`, the
   :class:`HandledMarks` that keep a record from being handed out twice, :func:`member_id`.
 """
@@ -34,3 +34,4 @@ from sdk.consumer._loop import GroupSource as GroupSource
 from sdk.consumer._loop import LoopCounts as LoopCounts
 from sdk.consumer._loop import Source as Source
 from sdk.consumer._scheduler import KeyScheduler as KeyScheduler
+from sdk.consumer._scheduler import timed_out as timed_out

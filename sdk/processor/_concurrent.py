@@ -11,7 +11,6 @@ its records (``consumer.batch_size``) and the threads idle while it commits.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 from sdk._client import KafkaMessage
@@ -45,21 +44,8 @@ class BatchPool:
         timed_out: Callable[[KafkaMessage], object] | None = None,
     ) -> None:
         self._scheduler = KeyScheduler(ordering)
-        self._compute, self._stop = compute, stop
         self._timeout_s, self._timed_out = timeout_s, timed_out
-        self._threads: list[threading.Thread] = []
-        for _ in range(concurrency):
-            self._start_worker()
-
-    def _start_worker(self) -> None:
-        thread = threading.Thread(
-            target=self._scheduler.work,
-            args=(self._compute, self._stop),
-            name=f"sdk-processor-handler-{len(self._threads)}",
-            daemon=True,
-        )
-        self._threads.append(thread)
-        thread.start()
+        self._scheduler.start(concurrency, compute, stop, "sdk-processor-handler")
 
     def run(self, messages: list[KafkaMessage]) -> list[object]:
         """Every message's result, in the order of ``messages``.
@@ -77,7 +63,6 @@ class BatchPool:
         ):
             assert self._timeout_s is not None and self._timed_out is not None
             for message in s.expire(self._timeout_s):  # abandoned; a new thread instead
-                self._start_worker()
                 given_up[id(message)] = self._timed_out(message)
         finished = {id(m): result for m, result in s.take_finished()}
         finished.update(given_up)
@@ -88,10 +73,4 @@ class BatchPool:
 
     def close(self) -> None:
         """Let the workers end after the record each has in hand, and wait for them."""
-        s = self._scheduler
-        s.halt()
-        s.wait(lambda: s.running == 0, None, "handlers to finish")
-        s.close()
-        for thread in self._threads:
-            if thread not in s.abandoned_threads:  # those may never return
-                thread.join()
+        self._scheduler.shutdown()

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from sdk._client import KafkaMessage
 from sdk.consumer import Ordering
-from sdk.consumer.engine import RecordDecoder
+from sdk.consumer.engine import RecordDecoder, timed_out
 from sdk.core.session import TransactionSession
 from sdk.errors import HandlerError, KafkaClientError, SdkError, SerializationError
 from sdk.failure import HandlerRunner, dead_letter
@@ -101,16 +101,11 @@ class TransactionHandling:
             yield
             return
 
-        def timed_out(msg: KafkaMessage) -> HandlerError:
-            where = f"{msg.topic()}[{msg.partition()}]@{msg.offset()}"
-            return HandlerError(
-                f"handler still running after {timeout_s:g}s (handler_timeout_s) on {where}; "
-                "its thread was abandoned",
-                record=view(ConsumerRecord, msg),
-                attempts=1,
-            )
+        def given_up(msg: KafkaMessage) -> HandlerError:
+            assert timeout_s is not None  # BatchPool gives up records only with a timeout
+            return timed_out(msg, timeout_s, view(ConsumerRecord, msg))
 
-        self._pool = BatchPool(concurrency, ordering, self._compute, stop, timeout_s, timed_out)
+        self._pool = BatchPool(concurrency, ordering, self._compute, stop, timeout_s, given_up)
         try:
             yield
         finally:

@@ -289,13 +289,7 @@ class Processor:
         limit = renamed(
             "Processor.run", "max_seconds", max_seconds, "max_duration_s", max_duration_s
         )
-        order, _ = check_concurrency(concurrency, ordering, None)
-        if handler_timeout_s is not None and (concurrency == 1 or not handler_timeout_s > 0):
-            raise ConfigurationError(
-                "handler_timeout_s: needs concurrency > 1 (a handler is given up on a worker "
-                f"thread) and a number > 0, got {handler_timeout_s!r}",
-                field="handler_timeout_s",
-            )
+        order, _ = check_concurrency(concurrency, ordering, None, handler_timeout_s)
         return self._run(
             handler, None, limit, handle_sigterm, (concurrency, order), handler_timeout_s
         )
