@@ -31,7 +31,7 @@ __all__ = [
     "session_kafka_version",
 ]
 
-DEFAULT_KAFKA_VERSION = "4.3.1"
+DEFAULT_KAFKA_VERSION = "4.4.0"
 """The Apache Kafka release the harness runs unless told otherwise."""
 
 SUPPORTED_KAFKA_VERSIONS = ("3.9.2", "4.0.2", "4.1.2", "4.2.2", "4.3.1", "4.4.0")
