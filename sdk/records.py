@@ -226,15 +226,17 @@ class OutputRecord(NamedTuple):
 
     Attributes:
         topic: Destination topic.
-        value: Payload (bytes or str, sent UTF-8 encoded; None is a tombstone).
-        key: Optional key (decides the partition with the profile's partitioner).
+        value: Payload (bytes or str, sent UTF-8 encoded; None is a tombstone), or any object
+            the Processor's ``value_serializer`` takes.
+        key: Optional key (decides the partition with the profile's partitioner, once
+            serialized), or any object the ``key_serializer`` takes.
         headers: Optional headers as ``(name, value)`` pairs.
         partition: Explicit partition, or None to let the partitioner choose.
     """
 
     topic: str
-    value: bytes | str | None
-    key: bytes | str | None = None
+    value: bytes | str | object | None
+    key: bytes | str | object | None = None
     headers: Sequence[tuple[str, bytes | str | None]] | None = None
     partition: int | None = None
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from sdk._message import KafkaMessage
 from sdk.errors import SchemaRegistryUnavailableError
@@ -116,15 +116,20 @@ class RegistryWait:
     def retry(
         self,
         decode: Callable[[], T],
-        message: KafkaMessage,
+        message: object,
         first: SchemaRegistryUnavailableError,
+        *,
+        where: str | None = None,
     ) -> T:
         """Call ``decode`` until it no longer fails for the registry, or the timeout passes.
 
         Args:
-            decode: Decodes ``message`` once.
-            message: The record in hand.
+            decode: Decodes (or serializes) ``message`` once.
+            message: The record in hand (a ``confluent_kafka.Message`` unless ``where`` says
+                what it is).
             first: The failure that started the wait.
+            where: What the logs and errors name (default: the message's topic, partition
+                and offset).
 
         Returns:
             What ``decode`` returned once the registry answered.
@@ -136,9 +141,10 @@ class RegistryWait:
                 answered and, e.g., did not know the schema id).
         """
         started = self._clock()
-        where = _where(message)
+        if where is None:
+            where = _where(cast(KafkaMessage, message))
         _log.warning(
-            "schema registry unavailable while decoding %s: %s; retrying this record for up to "
+            "schema registry unavailable for %s: %s; retrying this record for up to "
             "%.0fs (nothing from it on is committed or dead-lettered meanwhile)",
             where,
             first,
@@ -179,7 +185,7 @@ class RegistryWait:
                 last = exc
                 continue
             _log.warning(
-                "schema registry answers again after %.1fs; %s decoded",
+                "schema registry answers again after %.1fs; %s done",
                 self._clock() - started,
                 where,
             )

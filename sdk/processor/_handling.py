@@ -15,9 +15,15 @@ from typing import TYPE_CHECKING, TypeVar
 
 from sdk._client import KafkaMessage
 from sdk.consumer import Ordering
-from sdk.consumer.engine import RecordDecoder, timed_out
+from sdk.consumer.engine import RecordDecoder, RegistryWait, timed_out
 from sdk.core.session import TransactionSession
-from sdk.errors import HandlerError, KafkaClientError, SdkError, SerializationError
+from sdk.errors import (
+    HandlerError,
+    KafkaClientError,
+    SchemaRegistryUnavailableError,
+    SdkError,
+    SerializationError,
+)
 from sdk.failure import HandlerRunner, dead_letter
 from sdk.observability import Telemetry
 from sdk.processor._commits import TransactionCommits
@@ -57,6 +63,8 @@ class TransactionHandling:
             path).
         handler: The handler the (deprecated) constructor got, if any.
         batch_handler: Same, for a batch handler.
+        outputs_wait: With key or value serializers: retries an output's serialization while
+            the schema registry does not answer (None: bytes out, nothing to wait for).
     """
 
     def __init__(
@@ -70,6 +78,7 @@ class TransactionHandling:
         decoder: RecordDecoder | None = None,
         handler: Handler | None = None,
         batch_handler: BatchHandler | None = None,
+        outputs_wait: RegistryWait | None = None,
     ) -> None:
         self.profile = profile
         self.guarantee = profile.guarantee
@@ -83,6 +92,7 @@ class TransactionHandling:
         self._handler = handler
         self._batch_handler = batch_handler
         self._pool: BatchPool | None = None
+        self._outputs_wait = outputs_wait
 
     @contextmanager
     def concurrently(
@@ -269,7 +279,7 @@ class TransactionHandling:
                     self._commits.recover(exc)
                     return
             span, start, due_at = txn.span, i, commits.last_commit + interval_s
-            emit, produced = txn.emitter(), 0
+            emit, produced = self._waiting(txn.emitter()), 0
             # records[marked:i] are handled but not yet in the positions and the pending
             # count: those are brought up to date once per run of records, not per record
             marked, room = i, limit - commits.pending
@@ -403,8 +413,29 @@ class TransactionHandling:
 
     def _produce(self, out: OutputRecord) -> None:
         """Produce one output through the session (a ``send <topic>`` span when traced)."""
-        self._txn.produce(out)
+        self._waiting(self._txn.produce)(out)
         self.stats.records_out += 1
+
+    def _waiting(self, emit: Callable[[OutputRecord], None]) -> Callable[[OutputRecord], None]:
+        """``emit``, retrying an output whose serializer's registry does not answer.
+
+        The output was not queued, so trying it again cannot duplicate it; the transaction
+        stays open meanwhile (a wait past ``transaction.timeout.ms`` ends in the coordinator's
+        abort, which the recovery rewinds). Without serializers ``emit`` itself: the hot path
+        stays as it is.
+        """
+        wait = self._outputs_wait
+        if wait is None:
+            return emit
+
+        def emit_waiting(out: OutputRecord) -> None:
+            try:
+                emit(out)
+            except SchemaRegistryUnavailableError as exc:
+                where = f"an output to {out.topic!r}"
+                wait.retry(lambda: emit(out), out, exc, where=where)
+
+        return emit_waiting
 
 
 def _computed(outputs: list[OutputRecord]) -> Callable[[KafkaMessage], list[OutputRecord]]:

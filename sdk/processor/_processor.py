@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from typing import Any, Literal
 
 from confluent_kafka import Consumer as _ConsumerClient
@@ -12,7 +13,14 @@ from confluent_kafka import Consumer as _ConsumerClient
 from sdk._client import ConsumerClient, KafkaMessage, ProducerClient
 from sdk._deprecation import moved, renamed
 from sdk.consumer import Ordering
-from sdk.consumer.engine import ConsumeLoop, GroupSource, RecordDecoder, check_concurrency
+from sdk.consumer.engine import (
+    ConsumeLoop,
+    GroupSource,
+    RecordDecoder,
+    RegistryWait,
+    RegistryWaitStopped,
+    check_concurrency,
+)
 from sdk.core.session import TransactionSession, transactional_id_for
 from sdk.errors import (
     ClosedError,
@@ -33,7 +41,7 @@ from sdk.processor._records import (
 )
 from sdk.producer import Producer
 from sdk.profiles import Guarantee, ProcessingProfile
-from sdk.serialization import Deserializer
+from sdk.serialization import Deserializer, Serializer
 
 __all__ = ["Processor"]
 
@@ -72,6 +80,13 @@ class Processor:
             the handler's ``record.key``. A record that cannot be deserialized goes through
             ``failure`` (its dead-letter record is an output of the same transaction).
         value_deserializer: Same, for ``record.value``.
+        key_serializer: Name (``bytes``, ``str``, ``json``) or callable ``(obj, ctx) -> bytes``,
+            as the Producer's: turns each output's ``key`` into bytes (with a registry
+            serializer, the partitioner places the *serialized* key). A failure raises
+            :class:`~sdk.errors.SerializationError` and aborts the open transaction (nothing of
+            it is visible); a registry that does not answer is waited for (as for the
+            deserializers, up to the serializer's ``registry_timeout_s``).
+        value_serializer: Same, for each output's ``value``.
         on_fenced: ``"raise"`` (default) closes the producer and raises ProducerFencedError;
             ``"recreate"`` makes a new producer (new epoch), rewinds and continues.
         poll_timeout_s: How long one consume() waits for records.
@@ -106,6 +121,8 @@ class Processor:
         instance_id: str | None = None,
         key_deserializer: str | Deserializer = "bytes",
         value_deserializer: str | Deserializer = "bytes",
+        key_serializer: str | Serializer = "bytes",
+        value_serializer: str | Serializer = "bytes",
         on_fenced: Literal["raise", "recreate"] = "raise",
         poll_timeout_s: float = 0.1,
         partitioner: str | Partitioner | None = None,
@@ -147,6 +164,8 @@ class Processor:
         self._producer = Producer(
             profile.producer,
             transactional_id=self.transactional_id,
+            key_serializer=key_serializer,
+            value_serializer=value_serializer,
             partitioner=partitioner,
             check_topics=False,  # an unknown output topic fails delivery, as in a transaction
             telemetry=tel,
@@ -157,6 +176,16 @@ class Processor:
             profile, self.stats, self._txn, tel, self._progress, on_fenced, lambda: self._consumer
         )
         decoder = RecordDecoder(key_deserializer, value_deserializer)
+        # a registry that does not answer is waited for, on the record in hand (its input
+        # decoded, or its output serialized), never taken for a bad record; a stop ends it
+        decoder.registry_wait.on_retry = self._count_registry_retry
+        outputs_wait = (
+            None
+            if self._producer._path.raw
+            else RegistryWait.for_deserializers(key_serializer, value_serializer)
+        )
+        if outputs_wait is not None:
+            outputs_wait.on_retry = self._count_registry_retry
         self._handling = TransactionHandling(
             profile,
             self.stats,
@@ -167,6 +196,7 @@ class Processor:
             None if decoder.raw else decoder,  # bytes in: the hot path, no decoding step
             handler,
             batch_handler,
+            outputs_wait,
         )
         source = GroupSource(
             profile.consumer,
@@ -190,6 +220,13 @@ class Processor:
             telemetry=tel,
             verify=(profile, self.topics) if verify_cluster else None,
         )
+        for wait in (decoder.registry_wait, outputs_wait):
+            if wait is not None:
+                wait.stopped = self._engine.stopped
+
+    def _count_registry_retry(self) -> None:
+        self.stats.registry_retries += 1
+        self._tel.retry("schema_registry")
 
     @property
     def _consumer(self) -> ConsumerClient | None:
@@ -336,7 +373,9 @@ class Processor:
         self._handling.use(handler, batch_handler)
         deadline = None if max_duration_s is None else time.monotonic() + max_duration_s
         try:
-            with self._engine.running(handle_sigterm) as client:
+            # a stop while waiting for the schema registry ends the run normally (the open
+            # transaction aborted on the way out: its records are read again)
+            with suppress(RegistryWaitStopped), self._engine.running(handle_sigterm) as client:
                 if client is not None:  # None: stopped while waiting for a broker
                     with self._handling.concurrently(
                         *concurrency, self._engine.stop, handler_timeout_s

@@ -51,6 +51,8 @@ class ProcessorStats(TransactionStats):
         dead_lettered: Input records sent to the dead-letter topic.
         deserialization_failures: Input records whose key or value could not be deserialized
             (with ``key_deserializer``/``value_deserializer``).
+        registry_retries: Decodings of an input, or serializations of an output, retried
+            because the schema registry did not answer (never counted as failures).
         revoked: Rebalance revocations handled.
         lost: Partition losses handled.
         rewinds: Times the consumer was seeked back to its committed offsets.
@@ -69,6 +71,7 @@ class ProcessorStats(TransactionStats):
     handler_failures: int = 0
     dead_lettered: int = 0
     deserialization_failures: int = 0
+    registry_retries: int = 0
     revoked: int = 0
     lost: int = 0
     rewinds: int = 0

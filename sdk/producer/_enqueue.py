@@ -47,6 +47,8 @@ class RecordPath:
         in_transaction: Whether a transaction is open now (a refusal then makes it abortable).
 
     Attributes:
+        raw_key: The key serializer is ``bytes`` (no serializer call).
+        raw_value: The value serializer is ``bytes``.
         raw: Both serializers are ``bytes``: bytes in, bytes out, no serializer call.
     """
 
@@ -68,9 +70,9 @@ class RecordPath:
         self._value_ser = value_serializer
         bytes_ser = bind_serializer("bytes", "value_serializer")
         # bytes in, bytes out: skip the serializer call on the hot path
-        self._raw_key = key_serializer is bytes_ser
-        self._raw_value = value_serializer is bytes_ser
-        self.raw = self._raw_key and self._raw_value
+        self.raw_key = key_serializer is bytes_ser
+        self.raw_value = value_serializer is bytes_ser
+        self.raw = self.raw_key and self.raw_value
         self._router = router
         self._native = router.native
         self._errors = errors
@@ -100,8 +102,8 @@ class RecordPath:
         """
         topic, key, value = record.topic, record.key, record.value
         if not (
-            self._raw_key
-            and self._raw_value
+            self.raw_key
+            and self.raw_value
             and (key is None or type(key) is bytes)
             and (value is None or type(value) is bytes)
         ):

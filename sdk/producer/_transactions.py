@@ -419,10 +419,12 @@ class TransactionalOutput:
                 f"partition=None) objects, got {type(out).__name__}: {out!r:.200}"
             )
         value, key = out.value, out.key
-        # confluent-kafka sends a str UTF-8 encoded; the Producer's serializers take bytes
-        if type(value) is str:
+        # confluent-kafka sends a str UTF-8 encoded; the bytes serializer takes bytes (any
+        # other serializer gets the handler's object as it is)
+        path = self._producer._path
+        if type(value) is str and path.raw_value:
             value = value.encode()
-        if type(key) is str:
+        if type(key) is str and path.raw_key:
             key = key.encode()
         headers = None if out.headers is None else list(out.headers)
         record = _new_record(ProducerRecord, (out.topic, value, key, headers, out.partition, None))

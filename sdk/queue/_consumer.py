@@ -23,12 +23,18 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import suppress
 from typing import Any, Literal
 
 from sdk._client import KafkaMessage, ShareConsumerClient, share_consumer
 from sdk._config import ClientConfig, ConfigMapping
 from sdk._deprecation import renamed
-from sdk.consumer.engine import ConsumeLoop, RecordDecoder, dead_letter_sink
+from sdk.consumer.engine import (
+    ConsumeLoop,
+    RecordDecoder,
+    RegistryWaitStopped,
+    dead_letter_sink,
+)
 from sdk.errors import ConfigurationError
 from sdk.observability import Telemetry
 from sdk.profiles import Guarantee, QueueProfile
@@ -269,7 +275,8 @@ class QueueConsumer:
         handle_sigterm: bool | None,
     ) -> QueueStats:
         loop = self._loop
-        with loop.running(handle_sigterm) as client:
+        # a stop while decoding waits for the schema registry ends the run normally
+        with suppress(RegistryWaitStopped), loop.running(handle_sigterm) as client:
             for messages in loop.batches(max_records, idle_s):
                 assert client is not None  # batches come from a subscribed client only
                 self._handle(client, handler, messages, batch)

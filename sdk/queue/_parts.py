@@ -63,6 +63,7 @@ class QueueParts:
         self.dlq = dlq
         self.tel = telemetry
         self.runner = HandlerRunner(profile.failure, on_retry=self.count_retry)
+        decoder.registry_wait.on_retry = self.count_registry_retry
         self.lock_ms = profile.record_lock_duration_ms or 30_000
         # the lock budget never releases a record on its broker's last delivery but one: the
         # broker archives a record at the delivery count limit, and a loss is worse than a
@@ -83,6 +84,8 @@ class QueueParts:
         self.source = source
         self.commit = commit
         self.stopped = stopped
+        # a stop ends a wait for the schema registry at once (the record is released unhandled)
+        self.decoder.registry_wait.stopped = stopped
 
     def decode(self, msg: KafkaMessage) -> ConsumerRecord | SerializationError:
         """The record, or the error of a record that cannot be deserialized (counted)."""
@@ -138,6 +141,12 @@ class QueueParts:
             f"{LOCK_BUDGET:.0%} of the record lock ({self.lock_ms:,} ms) had passed since the "
             "poll; raise record_lock_duration_ms if this repeats"
         )
+
+    def count_registry_retry(self) -> None:
+        """A record's decoding is retried: the schema registry did not answer."""
+        self.stats.registry_retries += 1
+        if self.tel is not None:
+            self.tel.retry("schema_registry")
 
     def count_retry(self) -> None:
         """A handler attempt is retried (counted, and a retry metric)."""

@@ -26,6 +26,8 @@ class QueueStats:
             retry at_most_once).
         handler_failures: Records on which the failure policy gave up.
         deserialization_failures: Records whose key or value could not be deserialized.
+        registry_retries: Decodings of a record retried because the schema registry did not
+            answer (never counted as failures).
         dead_lettered: Records written to the dead-letter topic (and acknowledged there).
         dead_letter_failures: Dead-letter writes that failed (the record was released, not
             rejected).
@@ -52,6 +54,7 @@ class QueueStats:
     retries: int = 0
     handler_failures: int = 0
     deserialization_failures: int = 0
+    registry_retries: int = 0
     dead_lettered: int = 0
     dead_letter_failures: int = 0
     ack_refused: int = 0
