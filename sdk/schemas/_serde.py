@@ -21,6 +21,7 @@ from confluent_kafka.serialization import SerializationContext
 
 from sdk.errors import SchemaRegistryUnavailableError
 from sdk.schemas._config import SchemaRegistryConfig, registry_client
+from sdk.schemas._refusal import refused
 
 __all__ = [
     "RegistryDeserializer",
@@ -111,7 +112,34 @@ class _RegistrySerde:
 
 
 class RegistrySerializer(_RegistrySerde):
-    """A schema registry serializer: ``fn(obj, ctx) -> bytes`` (see :mod:`sdk.serialization`)."""
+    """A schema registry serializer: ``fn(obj, ctx) -> bytes`` (see :mod:`sdk.serialization`).
+
+    A new schema the registry refuses to register (HTTP 409: incompatible with the subject's
+    versions) raises :class:`~sdk.errors.SerializationError` naming the subject, its
+    compatibility level and, for Avro, the fields that break it.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        inner: Callable[..., Any],
+        config: SchemaRegistryConfig,
+        schema: str | None = None,
+    ):
+        super().__init__(name, inner, config)
+        self._schema = schema
+
+    def __call__(self, obj: Any, ctx: SerializationContext) -> Any:
+        from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+        try:
+            return super().__call__(obj, ctx)
+        except SchemaRegistryError as exc:
+            if exc.http_status_code != 409:
+                raise
+            strategy = self.config.subject_name_strategy
+            client = registry_client(self.config)
+            raise refused(client, exc, self.name, strategy, ctx, self._schema) from exc
 
 
 class RegistryDeserializer(_RegistrySerde):
@@ -140,7 +168,7 @@ def avro_serializer(
     inner = AvroSerializer(
         registry_client(config), schema, to_dict, conf=config.serde_conf(serializer=True)
     )
-    return RegistrySerializer("avro", inner, config)
+    return RegistrySerializer("avro", inner, config, schema)
 
 
 def avro_deserializer(
@@ -215,7 +243,7 @@ def json_schema_serializer(
     inner = JSONSerializer(
         schema, registry_client(config), to_dict, conf=config.serde_conf(serializer=True)
     )
-    return RegistrySerializer("json_schema", inner, config)
+    return RegistrySerializer("json_schema", inner, config, schema)
 
 
 def json_schema_deserializer(

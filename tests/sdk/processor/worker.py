@@ -5,6 +5,8 @@ given guarantee, and rewrites ``<stats>`` (JSON counters and events) twice a sec
 it cleanly; SIGKILL is what the tests use to crash it. ``"concurrency": N`` runs the handler
 on N threads (``Processor.run(concurrency=N)``). ``"front": "async"`` runs the same copy
 through :class:`sdk.aio.AsyncProcessor` with an async handler (``run(handle_sigterm=True)``).
+``"registry": URL`` reads Avro through that schema registry and writes ``{"id", "note"}``
+records with the Avro schema ``"out_schema"`` (tests/sdk/schemas/test_evolution.py).
 """
 
 from __future__ import annotations
@@ -123,6 +125,17 @@ def main() -> None:
         return [OutputRecord(topic=output, key=record.key, value=record.value)]
 
     options: dict[str, Any] = {"instance_id": args.get("instance"), "on_fenced": "recreate"}
+    if args.get("registry"):
+        from sdk.schemas import SchemaRegistryConfig, avro_deserializer, avro_serializer
+
+        config = SchemaRegistryConfig(url=args["registry"])
+        options["value_deserializer"] = avro_deserializer(config)
+        options["value_serializer"] = avro_serializer(config, args["out_schema"])
+
+        def handler(record: Any) -> list[OutputRecord]:
+            value = {"id": record.value["id"], "note": record.value.get("note", "")}
+            return [OutputRecord(topic=output, key=record.key, value=value)]
+
     processor: Processor | AsyncProcessor
     if args.get("front") == "async":
         processor = AsyncProcessor(build_profile(args), [args["input"]], **options)
