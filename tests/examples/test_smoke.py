@@ -29,6 +29,7 @@ EXAMPLES: dict[str, tuple[list[str], list[str]]] = {
     "orders_to_postgres.py": (["--orders", "2000"], ["orders to postgres: OK"]),
     "slow_handlers.py": (["--orders", "1000"], ["0 calls out of order", "slow handlers: OK"]),
     "schemas_avro.py": (["--orders", "200"], ["orders decoded: 200, dead-lettered: 1", "OK"]),
+    "avro_orders_pipeline.py": (["--orders", "1000"], ["avro pipeline: OK"]),
     "work_queue.py": (["--jobs", "2000", "--workers", "3"], ["work queue: OK"]),
 }
 # The demo copies its records seven times with three kills each (two of them through a share
@@ -41,7 +42,7 @@ DEMO_ROWS: dict[str, tuple[int, int | None]] = {
     "at_least_once → SQLite": (0, None),
 }
 # examples that need a schema registry (the session's, sdk.testing.registry)
-REGISTRY = {"schemas_avro.py"}
+REGISTRY = {"schemas_avro.py", "avro_orders_pipeline.py"}
 # Run as `./dev.sh demo` does, on their own embedded cluster: it stops before the process exits,
 # so a client left open shows up as librdkafka FAIL lines (an external cluster would hide it).
 EMBEDDED = {"guarantees_demo.py"}
