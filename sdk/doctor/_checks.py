@@ -15,12 +15,14 @@ from sdk.doctor._admin import ClusterReader
 from sdk.doctor._cluster import cluster_checks
 from sdk.doctor._facts import GroupFacts, TopicFacts, Unreadable
 from sdk.doctor._groups import judge_group, judge_share_configs, judge_share_limits
+from sdk.doctor._registry import registry_checks
 from sdk.doctor._report import Check, Report, Status
 from sdk.doctor._subject import AnyProfile, Subject, subject_of
 from sdk.doctor._topics import topic_checks
 from sdk.doctor._transactions import judge_poll_interval, judge_transaction_timeout
 from sdk.errors import DoctorError
 from sdk.profiles import Guarantee
+from sdk.schemas import SchemaRegistryConfig
 
 __all__ = ["check", "verify"]
 
@@ -32,12 +34,14 @@ def check(
     output_topics: Sequence[str] = (),
     timeout_s: float = 10.0,
     label: str | None = None,
+    schema_registry: SchemaRegistryConfig | None = None,
 ) -> Report:
     """Check the cluster of ``profile`` against what its guarantee needs.
 
     Connects with the profile's own bootstrap servers and security settings (so access is
     judged for the profile's principal), reads the cluster with the admin API and one
-    ApiVersions request per broker, and writes nothing.
+    ApiVersions request per broker, and writes nothing. With ``schema_registry`` it also reads
+    the registry: whether it answers, and each topic's subject (docs/doctor.md).
 
     Example::
 
@@ -51,6 +55,8 @@ def check(
         output_topics: The topics a processing profile writes.
         timeout_s: Seconds each request may take.
         label: How the report names the profile (default: its kind and guarantee).
+        schema_registry: The registry the profile's (de)serializers use (the command line
+            passes the profile's ``schema_registry`` section); None checks no registry.
 
     Returns:
         The report: one :class:`Check` per finding; ``report.ok`` is False on any FAIL.
@@ -71,6 +77,9 @@ def check(
     subject = label or "profile"
     report = Report(f"{subject} ({s.kind}, {s.guarantee.value})", s.guarantee.value)
     report.checks = _run(s, reader)
+    if schema_registry is not None:
+        # a service of its own: judged whatever the brokers answered
+        report.checks += registry_checks(s, schema_registry, timeout_s=timeout_s)
     cluster = reader.cluster()
     report.cluster_id = "" if isinstance(cluster, Unreadable) else cluster.cluster_id
     report.duration_s = time.monotonic() - started
@@ -144,6 +153,7 @@ def verify(
     *,
     output_topics: Sequence[str] = (),
     timeout_s: float = 10.0,
+    schema_registry: SchemaRegistryConfig | None = None,
 ) -> Report:
     """Run :func:`check` and refuse a cluster with a FAIL (the clients' ``verify_cluster``).
 
@@ -152,6 +162,7 @@ def verify(
         topics: See :func:`check`.
         output_topics: See :func:`check`.
         timeout_s: See :func:`check`.
+        schema_registry: See :func:`check`.
 
     Returns:
         The report (warnings allowed).
@@ -161,7 +172,13 @@ def verify(
             and the fix, and ``.report`` holds the whole report.
         ConfigurationError: See :func:`check`.
     """
-    report = check(profile, topics, output_topics=output_topics, timeout_s=timeout_s)
+    report = check(
+        profile,
+        topics,
+        output_topics=output_topics,
+        timeout_s=timeout_s,
+        schema_registry=schema_registry,
+    )
     if report.ok:
         return report
     details = "; ".join(f"{c.name}: {c.found} (fix: {c.fix or c.why})" for c in report.failures)

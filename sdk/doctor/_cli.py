@@ -1,7 +1,8 @@
 """``python -m sdk doctor NAME --file profiles.yaml [--topic T ...] [--json]``.
 
 Exit status: 0 when no check failed (warnings allowed), 1 when one did, 2 for a bad profile or
-argument. ``python -m sdk doctor restart-check|preferred-leaders ...`` go on to the
+argument. A profile with a ``schema_registry`` section has its registry checked too.
+``python -m sdk doctor restart-check|preferred-leaders ...`` go on to the
 rolling-restart commands (:mod:`sdk.doctor._restart`).
 """
 
@@ -121,6 +122,7 @@ def main(argv: list[str]) -> int:
             output_topics=args.output_topic,
             timeout_s=args.timeout_s,
             label=f"profile {args.name!r}",
+            schema_registry=profiles.schema_registry(args.name),
         )
     except SdkError as exc:
         if args.json:

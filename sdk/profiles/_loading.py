@@ -17,10 +17,18 @@ A profile file looks like::
         group_id: jobs-workers
         queue: {record_lock_duration_ms: 60000}   # a share group (sdk.queue)
       metrics: at_most_once        # shorthand: just the guarantee
+      payments:
+        guarantee: at_least_once
+        schema_registry: {url: "http://registry:8081", auto_register: false}
 
 Environment: ``KSEM_PROFILE_FILE`` names a file; ``KSEM_BOOTSTRAP_SERVERS`` overrides
 ``defaults.bootstrap_servers``; ``KSEM_PROFILES__ORDERS__GUARANTEE=exactly_once`` (any nested key,
 ``__`` between levels) adds or overrides profile entries.
+
+``schema_registry`` (in a profile or in ``defaults``) holds the fields of
+:class:`~sdk.schemas.SchemaRegistryConfig`: validated at load, returned by
+:meth:`ProfileSet.schema_registry`, and ignored by the side builders (a registry configures
+the (de)serializers, not a client).
 """
 
 from __future__ import annotations
@@ -39,12 +47,16 @@ from sdk.profiles._consumer import ConsumerProfile
 from sdk.profiles._processing import ProcessingProfile
 from sdk.profiles._producer import ProducerProfile
 from sdk.profiles._queue import QueueProfile
+from sdk.schemas import REGISTRY_URL_ENV, SchemaRegistryConfig
 
 __all__ = ["ProfileSet", "load_profiles"]
 
 _M = TypeVar("_M", bound=ProfileModel)
 
 _SIDES = ("producer", "consumer", "processing", "queue")
+
+_REGISTRY = "schema_registry"
+"""The section of a profile (or of ``defaults``) that configures its schema registry."""
 
 
 class _EnvProfiles(BaseSettings):
@@ -75,6 +87,7 @@ class ProfileSet:
     ):
         self._defaults = dict(defaults or {})
         self._raw: dict[str, dict[str, Any]] = {}
+        self._registries: dict[str, SchemaRegistryConfig | None] = {}
         for name, entry in profiles.items():
             if isinstance(entry, str | Guarantee):
                 entry = {"guarantee": entry}
@@ -86,7 +99,7 @@ class ProfileSet:
                 )
             self._raw[str(name)] = {**self._defaults, **entry}
         for name in self._raw:  # fail at load time, not on first use
-            self._entry(name)
+            self._registries[name] = self._registry(name, self._entry(name))
 
     @property
     def names(self) -> list[str]:
@@ -129,9 +142,19 @@ class ProfileSet:
             "queue": QueueProfile,
         }
         known = {key for model in models.values() for key in model.model_fields} | set(_SIDES)
+        known.add(_REGISTRY)
         problems = []
         for key, value in raw.items():
-            if key not in known:
+            if key == _REGISTRY:
+                if isinstance(value, Mapping):
+                    problems += unknown_keys(SchemaRegistryConfig, value, f"{key}.")
+                elif value is not None:
+                    raise ConfigurationError(
+                        f"profiles.{name}.{key}: expected a mapping of SchemaRegistryConfig "
+                        f"fields, got {type(value).__name__}",
+                        field=f"profiles.{name}.{key}",
+                    )
+            elif key not in known:
                 problems.append(f"{key}: unknown key{did_you_mean(key, sorted(known))}")
             elif key in _SIDES:
                 if value is None:
@@ -152,6 +175,51 @@ class ProfileSet:
                 "; ".join(f"profiles.{name}.{problem}" for problem in problems),
                 field=f"profiles.{name}.{problems[0].split(':', 1)[0]}",
             )
+
+    @staticmethod
+    def _registry(name: str, raw: Mapping[str, Any]) -> SchemaRegistryConfig | None:
+        """The ``schema_registry`` section of a checked entry, built (None if it has none).
+
+        An empty section (``schema_registry:``) is a registry with every default, its url from
+        ``$KSEM_SCHEMA_REGISTRY_URL``.
+
+        Raises:
+            ConfigurationError: A value is invalid, or the fields contradict each other; the
+                message and ``field`` name ``profiles.<name>.schema_registry.<field>``.
+        """
+        if _REGISTRY not in raw:
+            return None
+        section = raw[_REGISTRY] or {}
+        path = f"profiles.{name}.{_REGISTRY}"
+        try:
+            return SchemaRegistryConfig.from_mapping(dict(section))
+        except ConfigurationError as exc:
+            # the config names the field as "schema registry <field>: <why>"; a contradiction
+            # between fields has no single field and names the section
+            where = f"{path}.{exc.field}" if exc.field else path
+            why = str(exc).split(": ", 1)[-1].removeprefix("Value error, ")
+            if exc.field == "url" and "required" in why:
+                why = f"not given, and ${REGISTRY_URL_ENV} is not set"
+            raise ConfigurationError(f"{where}: {why}", field=where) from None
+
+    def schema_registry(self, name: str) -> SchemaRegistryConfig | None:
+        """The schema registry of profile ``name`` (its ``schema_registry`` section).
+
+        Example::
+
+            registry = profiles.schema_registry("orders")
+            if registry is not None:
+                serializer = avro_serializer(registry, ORDER_SCHEMA)
+
+        Returns:
+            The config, validated when the file was loaded; None when neither the profile nor
+            ``defaults`` has the section.
+
+        Raises:
+            ConfigurationError: ``name`` is not defined.
+        """
+        self._entry(name)
+        return self._registries[name]
 
     def producer(self, name: str, **overrides: object) -> ProducerProfile:
         """Build the producer profile of ``name`` (keyword overrides win).

@@ -18,6 +18,7 @@ from sdk.profiles._failure import FailurePolicy
 from sdk.profiles._processing import ProcessingProfile
 from sdk.profiles._producer import ProducerProfile
 from sdk.profiles._queue import QueueProfile
+from sdk.schemas import SchemaRegistryConfig
 
 __all__ = ["DESCRIPTIONS", "MODEL_DESCRIPTIONS", "reference_markdown"]
 
@@ -98,6 +99,20 @@ DESCRIPTIONS: dict[str, str] = {
     "ssl_certificate_location": "client certificate file",
     "ssl_key_location": "client key file",
     "ssl_key_password": "client key password (SecretStr: never printed)",
+    "url": "the registry's base URL (Apicurio: ending /apis/ccompat/v7); several, "
+    "comma-separated, are tried in order; left out: $KSEM_SCHEMA_REGISTRY_URL",
+    "basic_auth": "user:password for HTTP basic authentication (SecretStr: never printed)",
+    "subject_name_strategy": "topic (`<topic>-value`), record (the record's full name) or "
+    "topic_record (`<topic>-<full name>`)",
+    "auto_register": "serializers register their schema if the subject lacks it; off: it must "
+    "be registered already (the usual production setting)",
+    "use_latest_version": "serializers write with the subject's latest version, deserializers "
+    "read into it; needs auto_register false",
+    "normalize": "normalize schemas before registering or looking them up",
+    "request_timeout_s": "seconds one HTTP request may take",
+    "registry_timeout_s": "how long a consumer retries a record while the registry does not "
+    "answer, then stops with SchemaRegistryUnavailableError",
+    "client_config": "extra SchemaRegistryClient keys (TLS: ssl.ca.location, ...)",
 }
 
 #: Where one model's field means something else than its line in :data:`DESCRIPTIONS`.
@@ -128,6 +143,14 @@ _MODELS: list[tuple[type[BaseModel], str]] = [
         "redelivery: the backoff fields are not used at_least_once)",
     ),
     (SecurityProfile, "`security:` of any profile"),
+    (
+        SchemaRegistryConfig,
+        "`schema_registry:` of a profile or of `defaults` (`sdk.schemas.SchemaRegistryConfig`, "
+        "see schemas.md): validated when the file loads, returned by "
+        "`profiles.schema_registry(name)` (None without the section) and never passed to the "
+        "sides; a profile's own section replaces the defaults' as a whole, and "
+        "`python -m sdk doctor` checks the registry it names (doctor.md)",
+    ),
 ]
 
 
@@ -178,12 +201,13 @@ def reference_markdown() -> str:
         + ". `python -m sdk profile explain NAME|GUARANTEE` shows the librdkafka settings a "
         "profile renders to, and why.",
         "",
-        "Every model below is exported by `sdk.profiles`, beside `Guarantee` (the enum of those "
+        "Every model below but the last is exported by `sdk.profiles`, beside `Guarantee` "
+        "(the enum of those "
         "names; a string works wherever it is taken) and `load_profiles(source)`, which reads "
         "named profiles from a mapping, a YAML file or the environment and returns a "
         "`ProfileSet`: `profiles.producer(name)`, `.consumer(name)`, `.processing(name)` and "
-        "`.queue(name)` build the profiles (keyword arguments override fields), `.names()` "
-        "lists them.",
+        "`.queue(name)` build the profiles (keyword arguments override fields), "
+        "`.schema_registry(name)` returns its registry, `.names` lists them.",
     ]
     for model, where in _MODELS:
         lines += ["", f"## {model.__name__}", "", f"The {where}.", ""]
@@ -211,6 +235,12 @@ def reference_markdown() -> str:
         "    guarantee: at_least_once",
         "    group_id: log-collector",
         "    producer: {linger_ms: 50, compression: zstd}",
+        "  payments:",
+        "    guarantee: at_least_once",
+        "    group_id: payments-service",
+        "    schema_registry:           # the registry of its (de)serializers",
+        "      url: http://registry:8081",
+        "      auto_register: false     # schemas are registered by the deployment",
         "```",
         "",
         "Environment: `KSEM_PROFILE_FILE` names such a file, `KSEM_BOOTSTRAP_SERVERS` sets the "

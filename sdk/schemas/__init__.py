@@ -11,8 +11,12 @@ Needs the extra: ``pip install 'kafka-semantics[schema-registry]'``. See docs/sc
 A registry that does not answer raises :class:`~sdk.errors.SchemaRegistryUnavailableError`
 (a consumer retries the record for ``registry_timeout_s`` first); bytes that do not fit their
 schema are a poison record (:class:`~sdk.errors.SerializationError`, the failure policy).
+
+An internal interface, in no ``__all__``: ``REGISTRY_URL_ENV``, the variable a config without
+``url`` reads (named by ``sdk.profiles`` when a profile's ``schema_registry`` lacks both).
 """
 
+from sdk.schemas._config import REGISTRY_URL_ENV as REGISTRY_URL_ENV
 from sdk.schemas._config import SchemaRegistryConfig, SubjectNameStrategy
 from sdk.schemas._serde import (
     RegistryDeserializer,

@@ -103,7 +103,8 @@ class SchemaRegistryConfig(BaseModel):
             **self.client_config,
         }
         if self.basic_auth is not None:
-            conf["basic.auth.credentials.source"] = "USER_INFO"
+            # user info alone: SchemaRegistryClient refuses the legacy Avro client's
+            # basic.auth.credentials.source ("Unrecognized properties")
             conf["basic.auth.user.info"] = self.basic_auth.get_secret_value()
         return conf
 

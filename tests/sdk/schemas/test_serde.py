@@ -204,6 +204,10 @@ def test_config_from_yaml_renders_the_client_and_serde_confs() -> None:
     client = config.client_conf()
     assert client["basic.auth.user.info"] == "svc:s3cret"
     assert client["url"] == "http://registry:8081"
+    # what confluent-kafka's client accepts (it refuses unknown keys; building connects nowhere)
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    SchemaRegistryClient(client).close()
     serde = config.serde_conf(serializer=True)
     assert serde["auto.register.schemas"] is False and serde["use.latest.version"] is True
     assert serde["subject.name.strategy"].__name__ == "topic_record_subject_name_strategy"
