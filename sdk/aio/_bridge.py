@@ -135,8 +135,17 @@ class HandlersAhead:
         handler: The user's async handler.
         loop: The running loop.
         prepare: Message → the record the handler gets (None: the core skips it, e.g. a
-            poison pill it dead-letters itself).
+            poison pill it dead-letters itself), called in the worker (it may wait, e.g. for
+            a schema registry), never on the loop.
         stopped: The core's stop flag.
+        finish: The core takes the batch's first records whose handler succeeded as finished
+            without calling :meth:`call` for them (:attr:`finished` says how many): a core
+            that needs nothing of a successful handler but that it succeeded (the Consumer)
+            then walks only the rest, not every record a second time.
+
+    Attributes:
+        finished: After :meth:`run` with ``finish``: how many of the batch's first messages
+            had their handler succeed, none skipped in between (0 otherwise).
     """
 
     def __init__(
@@ -146,6 +155,8 @@ class HandlersAhead:
         loop: asyncio.AbstractEventLoop,
         prepare: Callable[[KafkaMessage], ConsumerRecord | None],
         stopped: Callable[[], bool],
+        *,
+        finish: bool = False,
     ) -> None:
         self._per_record = bridge.sync_handler(handler, loop)
         self._batch = bridge.sync_handler(self._on_loop, loop)
@@ -153,6 +164,8 @@ class HandlersAhead:
         self._prepare = prepare
         self._stopped = stopped
         self._ahead: collections.deque[tuple[KafkaMessage, int, object]] = collections.deque()
+        self._finish = finish
+        self.finished = 0
 
     def run(self, messages: list[KafkaMessage]) -> int:
         """In the worker, before the core handles ``messages``: one crossing for all.
@@ -162,21 +175,23 @@ class HandlersAhead:
             core finishes those even if a stop came meanwhile.
         """
         self._ahead.clear()
-        items, positions = [], {}
+        self.finished = 0
+        prepare = self._prepare
+        items: list[tuple[int, KafkaMessage, ConsumerRecord]] = []
         for i, message in enumerate(messages):
-            record = self._prepare(message)
+            record = prepare(message)
             if record is not None:
-                items.append((message, record))
-                positions[id(message)] = i
+                items.append((i, message, record))
         if not items:
             return 0
-        outcomes = self._batch(items)
-        self._ahead.extend(outcomes)
-        return positions[id(outcomes[-1][0])] + 1 if outcomes else 0
+        ran, self.finished, rest = self._batch(items)
+        self._ahead.extend(rest)
+        return ran
 
     def skip(self) -> None:
         """No outcomes ahead for the next batch: each record crosses on its own."""
         self._ahead.clear()
+        self.finished = 0
 
     def call(self, record: ConsumerRecord) -> object:
         """The core's sync handler: the outcome run ahead, else a crossing of its own."""
@@ -193,20 +208,33 @@ class HandlersAhead:
         return self._per_record(record)
 
     async def _on_loop(
-        self, items: list[tuple[KafkaMessage, ConsumerRecord]]
-    ) -> list[tuple[KafkaMessage, int, object]]:
+        self, items: list[tuple[int, KafkaMessage, ConsumerRecord]]
+    ) -> tuple[int, int, list[tuple[KafkaMessage, int, object]]]:
+        """The batch's handlers in order: (ran, the finished prefix, the other outcomes).
+
+        With ``finish``, the leading successes (no message skipped before them) are only
+        counted: no outcome is kept for them (the hot path keeps nothing per record).
+        """
         handler, stopped = self._handler, self._stopped
-        done: list[tuple[KafkaMessage, int, object]] = []
-        for message, record in items:
+        clean, prefix, ran = self._finish, 0, 0
+        rest: list[tuple[KafkaMessage, int, object]] = []
+        for index, message, record in items:
             if stopped():  # the rest is not handled: read again (or lost at_most_once)
                 break
             try:
                 value = await handler(record)
             except asyncio.CancelledError:  # the handled prefix still counts
-                done.append((message, _CANCELLED, None))
+                rest.append((message, _CANCELLED, None))
+                ran = index + 1
                 break
             except Exception as exc:
-                done.append((message, _FAILED, exc))
+                rest.append((message, _FAILED, exc))
+                ran = index + 1
                 break
-            done.append((message, _OK, value))
-        return done
+            ran = index + 1
+            if clean and index == prefix:
+                prefix += 1
+            else:
+                clean = False
+                rest.append((message, _OK, value))
+        return ran, prefix, rest

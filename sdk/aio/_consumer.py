@@ -32,6 +32,7 @@ from sdk.errors import ConfigurationError
 from sdk.lifecycle import Lifecycle
 from sdk.observability import Telemetry
 from sdk.profiles import ConsumerProfile
+from sdk.records import view
 from sdk.serialization import Deserializer
 
 __all__ = ["AsyncConsumer"]
@@ -203,16 +204,18 @@ class AsyncConsumer:
             self._bridge,
             handler,
             asyncio.get_running_loop(),
-            # the record the core will hand over; a poison pill (None) is the core's to handle
-            prepare=decoder.try_decode,
+            # the record the core would hand over (bytes in: the core's own view); a poison
+            # pill (None) is the core's to handle
+            prepare=functools.partial(view, ConsumerRecord) if decoder.raw else decoder.try_decode,
             stopped=sync._loop.stopped,
+            finish=True,  # run() ignores what a handler returns: the successes are finished
         )
 
-        def before_handle(messages: list[KafkaMessage]) -> int:
+        def before_handle(messages: list[KafkaMessage]) -> tuple[int, int]:
             if sync._loop.observed() is None:
-                return ahead.run(messages)
+                return ahead.run(messages), ahead.finished
             ahead.skip()  # traced: each record crosses on its own, so its span times it
-            return 0
+            return 0, 0
 
         sync._before_handle = before_handle
         try:

@@ -174,11 +174,18 @@ class AsyncProcessor:
             self._sync._before_handle = None
             call: Callable[[ConsumerRecord], Any] = self._bridge.sync_handler(handler, loop)
         else:
+            decoder = self._sync._handling.decoder
             self._ahead = HandlersAhead(
                 self._bridge,
                 handler,
                 loop,
-                prepare=functools.partial(view, ConsumerRecord),
+                # the record the core will hand over: decoded when the Processor has
+                # deserializers (a poison pill, None, is the core's to handle)
+                prepare=(
+                    functools.partial(view, ConsumerRecord)
+                    if decoder is None
+                    else decoder.try_decode
+                ),
                 stopped=self._sync._engine.stopped,
             )
             call = self._call

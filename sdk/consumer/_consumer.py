@@ -123,8 +123,9 @@ class Consumer:
         tel: Telemetry | None = None if telemetry is False else (telemetry or Telemetry.default())
         # sdk.aio: called with each polled batch of run() right before it is handled (after
         # the at-most-once commit), to run the batch's async handlers in one loop crossing;
-        # returns how many records (from the first) had their handler run or begun
-        self._before_handle: Callable[[list[KafkaMessage]], int] | None = None
+        # returns how many records (from the first) had their handler run or begun, and how
+        # many of those succeeded (finished: the core does not walk them again)
+        self._before_handle: Callable[[list[KafkaMessage]], tuple[int, int]] | None = None
         self._offsets = OffsetKeeper(profile.guarantee, self.stats)
         self._failure.telemetry = tel
         self._offsets.telemetry = tel
@@ -278,11 +279,11 @@ class Consumer:
         # a stop while decoding waits for the schema registry ends the run normally
         with self._loop.running(handle_sigterm), suppress(RegistryWaitStopped):
             for messages in self._loop.batches(max_records, idle_s):
-                ahead = 0
+                ahead = finished = 0
                 try:
                     if self._before_handle is not None:  # sdk.aio: one loop crossing per batch
-                        ahead = self._before_handle(messages)
-                    self._handling.each(handler, messages, ahead)
+                        ahead, finished = self._before_handle(messages)
+                    self._handling.each(handler, messages, ahead, finished)
                 finally:  # a stop or an error inside the batch: its rest is read again
                     self._offsets.rewind_rest(self._loop.client, messages, self._loop.in_flight)
         return self.stats

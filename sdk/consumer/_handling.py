@@ -54,15 +54,17 @@ class RecordHandling:
         handler: Callable[[ConsumerRecord], object],
         messages: list[KafkaMessage],
         ahead: int = 0,
+        finished: int = 0,
     ) -> None:
         """Handle each record of a polled batch.
 
         ``ahead``: how many records (from the first) had their handler run already
-        (``sdk.aio``); they are finished even after a stop.
+        (``sdk.aio``); they are finished even after a stop. ``finished``: how many of those
+        (from the first) succeeded: they are counted and stored, the handler is not called.
         """
         tel = self._loop.observed()
         if tel is None:
-            self._plain(handler, messages, ahead)
+            self._plain(handler, messages, ahead, finished)
             return
         for message in messages:
             if self._loop.stopped() and self.guarantee is _ALO:
@@ -90,6 +92,7 @@ class RecordHandling:
         handler: Callable[[ConsumerRecord], object],
         messages: list[KafkaMessage],
         ahead: int = 0,
+        finished: int = 0,
     ) -> None:
         """The hot loop without telemetry.
 
@@ -105,7 +108,8 @@ class RecordHandling:
         handler slower than that); the rest of the batch is not stored and is read again.
         The first ``ahead`` records, whose handlers already ran (``sdk.aio`` runs a batch's
         handlers in one loop crossing), are finished even after a stop: not storing them
-        would only hand them out again. Without a deserializer (bytes in), the per-record steps
+        would only hand them out again; of those, the first ``finished`` succeeded and are
+        only counted and stored. Without a deserializer (bytes in), the per-record steps
         (the view, the handler's first attempt, the clock read) run in
         :func:`sdk.records.handle_run`, one tight loop shared with the Processor.
         """
@@ -115,7 +119,7 @@ class RecordHandling:
         store = alo and client is not None
         monotonic = time.monotonic
         last_store = monotonic()
-        done = stored = 0
+        done, stored = finished, 0
         others = 0  # finished but not by the handler's first attempt (counted where handled)
         try:
             if alo and stopped():

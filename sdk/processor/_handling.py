@@ -122,6 +122,11 @@ class TransactionHandling:
             pool, self._pool = self._pool, None
             pool.close()
 
+    @property
+    def decoder(self) -> RecordDecoder | None:
+        """The deserializers (None: bytes in, the handler gets a view of each message)."""
+        return self._decoder
+
     def use(self, handler: Handler | None, batch_handler: BatchHandler | None) -> None:
         """Take the handler of a run (or keep the one the deprecated constructor got).
 
