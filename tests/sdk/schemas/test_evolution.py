@@ -34,7 +34,7 @@ from tests.sdk.schemas.test_registry_consumer import V1, V2
 
 pytestmark = [pytest.mark.broker, pytest.mark.registry, pytest.mark.slow]
 
-N = 6_000
+N = 3_000
 PARTS = 2
 V3 = """{"type": "record", "name": "Order", "namespace": "shop",
   "fields": [{"name": "id", "type": "string"}, {"name": "note", "type": "string", "default": ""},
@@ -53,7 +53,7 @@ def _send(bs: str, topic: str, config: SchemaRegistryConfig, schema: str, ids: r
         for i in ids:
             value = {"id": i} if schema == V1 else {"id": i, "note": f"n{i}"}
             producer.send(topic, value, key=str(i))
-            if i % 500 == 499:
+            if i % 250 == 249:
                 producer.flush(30)
                 time.sleep(0.3)  # the switch to v2 lands while the processors run
         producer.flush(30)
