@@ -133,6 +133,10 @@ def main() -> None:
         options["value_serializer"] = avro_serializer(config, args["out_schema"])
 
         def handler(record: Any) -> list[OutputRecord]:
+            nonlocal seen
+            seen += 1
+            if delay and seen % 100 == 0:
+                time.sleep(delay)
             value = {"id": record.value["id"], "note": record.value.get("note", "")}
             return [OutputRecord(topic=output, key=record.key, value=value)]
 

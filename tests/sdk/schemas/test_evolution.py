@@ -106,7 +106,8 @@ def test_v1_to_v2_mid_run_under_kills_then_an_incompatible_v3_is_refused(
         "output": dst,
         "guarantee": "exactly_once",
         "txn_prefix": f"{group}-",
-        "delay_per_100": 0.05,
+        # 100 records per 0.5 s and worker: the kills land while records are in flight
+        "delay_per_100": 0.5,
         "registry": schema_registry,
         "out_schema": OUT_V2,
     }
@@ -120,22 +121,24 @@ def test_v1_to_v2_mid_run_under_kills_then_an_incompatible_v3_is_refused(
     def progress() -> int:
         return committed_total(bs, group, src, PARTS)
 
-    kills = 0
+    at_kill: list[int] = []
     try:
         start("a")
         start("b")
-        for victim, frac in (("a", 0.25), ("b", 0.55), ("a", 0.8)):
-            wait_for(lambda f=frac: progress() >= f * N, 240, f"{frac:.0%} progress")
-            workers[victim].kill()
-            kills += 1
-            print(f"SIGKILL {victim} at {progress()}/{N}")
+        for victim, frac in (("a", 0.25), ("b", 0.5), ("a", 0.75)):
+            at_kill.append(
+                wait_for(lambda f=frac: (p := progress()) >= f * N and p, 240, f"{frac:.0%}")
+            )
+            workers[victim].kill()  # the committed progress read just before
+            print(f"SIGKILL {victim} at {at_kill[-1]}/{N} committed")
             start(victim)
         producing.join(120)
         wait_for(lambda: progress() >= N, 240, "all input committed")
     finally:
         for w in started:
             w.terminate()
-    assert kills == 3 and not producing.is_alive()
+    assert len(at_kill) == 3 and all(p < N for p in at_kill), at_kill  # all mid-run
+    assert not producing.is_alive()
     # a consumer still on v1 of both schemas reads everything
     out_reader = avro_deserializer(config, OUT_V1)
     out_ctx = SerializationContext(dst, MessageField.VALUE)
