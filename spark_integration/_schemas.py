@@ -231,8 +231,11 @@ class _Decode:
         if self.record_columns is not None and "topic" in self.record_columns:
             topic = str(record[self.record_columns.index("topic")])
         ctx = SerializationContext(topic, MessageField.VALUE)
+        # built outside the try: a worker that cannot build it (the extra missing) must fail,
+        # not turn every row into a "poison" null
+        deserializer = _serde("read", self.config, self.reader_schema)
         try:
-            return _serde("read", self.config, self.reader_schema)(bytes(data), ctx)
+            return deserializer(bytes(data), ctx)
         except SchemaRegistryUnavailableError:
             raise  # the registry's fault: Spark retries the task; a null would lose the record
         except Exception as exc:
@@ -268,8 +271,9 @@ class _Encode:
             return None
         obj = value.asDict(recursive=True) if hasattr(value, "asDict") else value
         ctx = SerializationContext(self.topic, self.field)
+        serializer = _serde("write", self.config, self.schema)
         try:
-            data: bytes | None = _serde("write", self.config, self.schema)(obj, ctx)
+            data: bytes | None = serializer(obj, ctx)
         except (SchemaRegistryUnavailableError, SerializationError):
             raise
         except Exception as exc:
@@ -303,7 +307,8 @@ def from_registry_avro(
     not apply here: rows are always read into ``reader_schema``, the column's type.
 
     A poison record (bytes not in the wire format or not valid for their schema, a schema id
-    the registry does not know) fails the task with ``SerializationError`` naming
+    the registry does not know, a writer schema that does not resolve into ``reader_schema``)
+    fails the task with ``SerializationError`` naming
     ``topic[partition]@offset`` (the ``record_columns``' values; with ``record_columns=None``
     the Spark partition and the row's index in it), and so the job. ``on_poison="null"`` makes
     it null instead; route them with ``decoded.isNull() & value.isNotNull()``. A registry that
