@@ -6,6 +6,8 @@
   batch (per-slice transactional.id and a batch marker committed in the same transaction).
 * :func:`kafka_source_options` / :func:`read_kafka`: Spark's native Kafka source with
   read_committed and the group's committed offsets as ``startingOffsets``.
+* :func:`from_registry_avro` / :func:`to_registry_avro`: records in a schema registry's wire
+  format (Confluent's) decoded into and encoded from DataFrame columns.
 """
 
 from typing import Any
@@ -32,6 +34,7 @@ from spark_integration._ranges import (
     plan_ranges,
     range_transactional_id,
 )
+from spark_integration._schemas import avro_spark_type, from_registry_avro, to_registry_avro
 from spark_integration._session import local_session
 from spark_integration._session import session as _session
 from spark_integration._slicing import slice_of as _slice_of
@@ -57,10 +60,12 @@ __all__ = [
     "RowTransform",
     "SliceResult",
     "StreamingSinkConfig",
+    "avro_spark_type",
     "batch_transform",
     "check_spark_conf",
     "explain_ranges",
     "format_progress",
+    "from_registry_avro",
     "is_connect",
     "kafka_source_options",
     "local_session",
@@ -71,6 +76,7 @@ __all__ = [
     "read_kafka_stream",
     "records_to_columns",
     "run_range",
+    "to_registry_avro",
 ]
 
 _DEPRECATED = {
