@@ -79,12 +79,22 @@ def registry_errors(url: str, what: str) -> Iterator[None]:
     try:
         yield
     except Exception as exc:
-        reason = unavailable_reason(exc)
-        if reason is None:
+        unavailable = as_unavailable(exc, url, what)
+        if unavailable is None:
             raise
-        raise SchemaRegistryUnavailableError(
-            f"{what}: the schema registry at {url} did not answer ({reason})", url=url
-        ) from exc
+        raise unavailable from exc
+
+
+def as_unavailable(
+    exc: BaseException, url: str, what: str
+) -> SchemaRegistryUnavailableError | None:
+    """``exc`` as SchemaRegistryUnavailableError if the registry is to blame, else None."""
+    reason = unavailable_reason(exc)
+    if reason is None:
+        return None
+    return SchemaRegistryUnavailableError(
+        f"{what}: the schema registry at {url} did not answer ({reason})", url=url
+    )
 
 
 class _RegistrySerde:
@@ -104,8 +114,20 @@ class _RegistrySerde:
         return self.config.registry_timeout_s
 
     def __call__(self, obj: Any, ctx: SerializationContext) -> Any:
-        with registry_errors(self.config.url, f"{self.name} ({ctx.topic} {ctx.field})"):
+        # per record: a bare try, no context manager; a failure is translated as
+        # registry_errors translates it, on the error path alone
+        try:
             return self._inner(obj, ctx)
+        except Exception as exc:
+            translated = self._translated(exc, ctx)
+            if translated is exc:
+                raise
+            raise translated from exc
+
+    def _translated(self, exc: Exception, ctx: SerializationContext) -> Exception:
+        """What to raise for ``exc``: an unavailable registry, or ``exc`` itself."""
+        what = f"{self.name} ({ctx.topic} {ctx.field})"
+        return as_unavailable(exc, self.config.url, what) or exc
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, url={self.config.url!r})"
@@ -129,17 +151,12 @@ class RegistrySerializer(_RegistrySerde):
         super().__init__(name, inner, config)
         self._schema = schema
 
-    def __call__(self, obj: Any, ctx: SerializationContext) -> Any:
-        from confluent_kafka.schema_registry.error import SchemaRegistryError
-
-        try:
-            return super().__call__(obj, ctx)
-        except SchemaRegistryError as exc:
-            if exc.http_status_code != 409:
-                raise
+    def _translated(self, exc: Exception, ctx: SerializationContext) -> Exception:
+        if getattr(exc, "http_status_code", None) == 409:  # a SchemaRegistryError
             strategy = self.config.subject_name_strategy
             client = registry_client(self.config)
-            raise refused(client, exc, self.name, strategy, ctx, self._schema) from exc
+            return refused(client, exc, self.name, strategy, ctx, self._schema)
+        return super()._translated(exc, ctx)
 
 
 class RegistryDeserializer(_RegistrySerde):

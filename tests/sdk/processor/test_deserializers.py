@@ -17,6 +17,7 @@ from confluent_kafka import Consumer, Producer
 
 from sdk.errors import SerializationError
 from sdk.processor import OutputRecord, Processor
+from tests.placement import java_partition, placement
 from tests.sdk.processor._support import committed_total
 from tests.sdk.processor.test_inprocess import eos_profile, run_until
 
@@ -110,3 +111,33 @@ def test_a_poison_pill_with_on_failure_stop_stops_the_run_and_commits_nothing_of
     out = [m.value() for m in _read_committed(bs, dst, 3, rounds=15)]
     assert out in ([], [b'"a"'], [b'"a"', b'"b"']), out
     assert committed_total(bs, group, src, 1) <= 2
+
+
+def test_keyed_outputs_are_placed_by_murmur2_over_the_serialized_key(
+    kafka_cluster: Any, make_topic: Any, make_group: Any
+) -> None:
+    """``key_serializer``: the partition is Java's murmur2 of the key's *bytes* (JSON here),
+    read back by kafka-python (tests/placement.py), as a Java producer would place them."""
+    bs = kafka_cluster.bootstrap_servers
+    src, dst, group = make_topic(1), make_topic(6), make_group()
+    _seed(bs, src, [json.dumps({"customer": f"c{i % 40}"}).encode() for i in range(80)])
+    proc = Processor(
+        eos_profile(bs, group),
+        [src],
+        instance_id="keyed",
+        value_deserializer="json",
+        key_serializer="json",  # {"id": "c7"} -> b'{"id": "c7"}'
+        value_serializer="json",
+    )
+
+    def keyed(record: Any) -> list[OutputRecord]:
+        customer = record.value["customer"]
+        return [OutputRecord(dst, {"customer": customer}, key={"id": customer})]
+
+    box = run_until(proc, keyed, lambda: committed_total(bs, group, src, 1) >= 80)
+    assert "error" not in box, box
+    seen = placement(bs, dst, 80)
+    assert len(seen) == 40
+    for key, partitions in seen.items():
+        assert json.loads(key)["id"].startswith("c")
+        assert partitions == {java_partition(key, 6)}, (key, partitions)
