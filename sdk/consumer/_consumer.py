@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import suppress
 from typing import Literal
 
 from sdk._client import ConsumerClient, KafkaMessage
@@ -22,7 +21,6 @@ from sdk.consumer._records import (
     ConsumerStats,
     RecordHandler,
 )
-from sdk.consumer._registry_wait import RegistryWaitStopped
 from sdk.consumer._scheduler import ordering_key
 from sdk.errors import (
     ClosedError,
@@ -276,8 +274,7 @@ class Consumer:
                 handler_timeout_s,
             )
             return self.stats
-        # a stop while decoding waits for the schema registry ends the run normally
-        with self._loop.running(handle_sigterm), suppress(RegistryWaitStopped):
+        with self._loop.running(handle_sigterm):
             for messages in self._loop.batches(max_records, idle_s):
                 ahead = finished = 0
                 try:
@@ -307,7 +304,6 @@ class Consumer:
             )
         with (
             self._loop.running(handle_sigterm),
-            suppress(RegistryWaitStopped),  # after ConcurrentRun's own way out
             ConcurrentRun(
                 self._loop,
                 self._failure,
@@ -361,7 +357,6 @@ class Consumer:
         key_of = None if order == "unordered" else ordering_key(order)
         with (
             self._loop.running(handle_sigterm),
-            suppress(RegistryWaitStopped),
             ThreadPoolExecutor(concurrency, thread_name_prefix="sdk-batch") as pool,
         ):
             for messages in self._loop.batches(max_records, idle_s):
@@ -403,7 +398,7 @@ class Consumer:
             "Consumer.records", "idle_timeout", idle_timeout, "idle_timeout_s", idle_timeout_s
         )
         loop = self._loop
-        with loop.running(handle_sigterm) as client, suppress(RegistryWaitStopped):
+        with loop.running(handle_sigterm) as client:
             if client is not None:
                 # records an earlier iteration handed out and that were never acknowledged:
                 # read again from the first of them (their late acks no longer count)

@@ -29,6 +29,7 @@ from sdk._client import ConsumerClient, KafkaMessage
 from sdk._config import ClientConfig
 from sdk._signals import sigterm_stops
 from sdk.consumer._health import ClientHealth, poll_records, subscribed_client
+from sdk.consumer._registry_wait import RegistryWaitStopped
 from sdk.errors import ClosedError
 from sdk.lifecycle import Lifecycle
 from sdk.observability import Telemetry
@@ -212,6 +213,9 @@ class ConsumeLoop(Generic[C]):
     def running(self, handle_sigterm: bool | None) -> Iterator[C | None]:
         """A run: SIGTERM stops it if asked; on the way out the front end's ``end_run``.
 
+        A :class:`RegistryWaitStopped` from the run (a stop during a wait for the schema
+        registry) ends it as a stop does, for every front end.
+
         Yields the client, or None when the source was stopped before it subscribed (the run
         then has nothing to do, and nothing to commit).
         """
@@ -224,6 +228,10 @@ class ConsumeLoop(Generic[C]):
             failed = True
             try:
                 yield client
+                failed = False
+            except RegistryWaitStopped:
+                # a stop came while a record waited for the schema registry: the run ends as
+                # stopped, not as failed (that record was not handled: it is read again)
                 failed = False
             finally:
                 self._stop.clear()

@@ -12,8 +12,8 @@ them may change in any release.
 * the failure path: :class:`RecordDecoder` (a message to a record, a poison pill recognised),
   :class:`DeadLetterSink` / :func:`dead_letter_sink` (the dead-letter producer of a profile),
   :class:`FailurePath` (the handler's retries, then dead letter or stop), :class:`RegistryWait`
-  (a record retried while the schema registry does not answer; :class:`RegistryWaitStopped`
-  when a stop ends that wait);
+  (a record retried while the schema registry does not answer; a stop ends the wait, and
+  :meth:`ConsumeLoop.running` ends the run as stopped);
 * key-ordered concurrency: :class:`KeyScheduler` (one record per ordering key at a time, in
   offset order, on worker threads it owns), :func:`check_concurrency` (``run(concurrency=N)``'s
   arguments) and :func:`timed_out` (the error of a handler given up at its timeout);
@@ -36,6 +36,5 @@ from sdk.consumer._loop import GroupSource as GroupSource
 from sdk.consumer._loop import LoopCounts as LoopCounts
 from sdk.consumer._loop import Source as Source
 from sdk.consumer._registry_wait import RegistryWait as RegistryWait
-from sdk.consumer._registry_wait import RegistryWaitStopped as RegistryWaitStopped
 from sdk.consumer._scheduler import KeyScheduler as KeyScheduler
 from sdk.consumer._scheduler import timed_out as timed_out

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Sequence
-from contextlib import suppress
 from typing import Any, Literal
 
 from confluent_kafka import Consumer as _ConsumerClient
@@ -18,7 +17,6 @@ from sdk.consumer.engine import (
     GroupSource,
     RecordDecoder,
     RegistryWait,
-    RegistryWaitStopped,
     check_concurrency,
 )
 from sdk.core.session import TransactionSession, transactional_id_for
@@ -373,9 +371,9 @@ class Processor:
         self._handling.use(handler, batch_handler)
         deadline = None if max_duration_s is None else time.monotonic() + max_duration_s
         try:
-            # a stop while waiting for the schema registry ends the run normally (the open
-            # transaction aborted on the way out: its records are read again)
-            with suppress(RegistryWaitStopped), self._engine.running(handle_sigterm) as client:
+            # a stop while waiting for the schema registry ends the run as a stop (the engine's
+            # running); the open transaction is aborted on the way out of _loop first
+            with self._engine.running(handle_sigterm) as client:
                 if client is not None:  # None: stopped while waiting for a broker
                     with self._handling.concurrently(
                         *concurrency, self._engine.stop, handler_timeout_s

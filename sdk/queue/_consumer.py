@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import suppress
 from typing import Any, Literal
 
 from sdk._client import KafkaMessage, ShareConsumerClient, share_consumer
@@ -32,7 +31,6 @@ from sdk._deprecation import renamed
 from sdk.consumer.engine import (
     ConsumeLoop,
     RecordDecoder,
-    RegistryWaitStopped,
     dead_letter_sink,
 )
 from sdk.errors import ConfigurationError
@@ -275,8 +273,7 @@ class QueueConsumer:
         handle_sigterm: bool | None,
     ) -> QueueStats:
         loop = self._loop
-        # a stop while decoding waits for the schema registry ends the run normally
-        with suppress(RegistryWaitStopped), loop.running(handle_sigterm) as client:
+        with loop.running(handle_sigterm) as client:
             for messages in loop.batches(max_records, idle_s):
                 assert client is not None  # batches come from a subscribed client only
                 self._handle(client, handler, messages, batch)

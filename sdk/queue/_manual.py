@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from contextlib import suppress
 from typing import Literal
 
 from sdk._client import KafkaMessage, ShareConsumerClient
-from sdk.consumer.engine import ConsumeLoop, RegistryWaitStopped
+from sdk.consumer.engine import ConsumeLoop
 from sdk.errors import AcknowledgementError, ConfigurationError, SerializationError
 from sdk.profiles import Guarantee
 from sdk.queue._at_least_once import AtLeastOnce
@@ -89,8 +88,7 @@ class ManualAcknowledgement:
         """:meth:`QueueConsumer.records <sdk.queue.QueueConsumer.records>`."""
         self._in_flight, self._settled = {}, {}
         loop = self._loop
-        # a stop while decoding waits for the schema registry ends the iteration normally
-        with suppress(RegistryWaitStopped), loop.running(handle_sigterm) as client:
+        with loop.running(handle_sigterm) as client:
             self._ack_client = client
             try:
                 before = self._before_poll

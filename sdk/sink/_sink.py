@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from contextlib import suppress
 from typing import Any, Literal
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID
 
 from sdk._client import ConsumerClient, KafkaMessage
 from sdk._config import ClientConfig, ConfigMapping
-from sdk.consumer.engine import ConsumeLoop, FailurePath, GroupSource, RegistryWaitStopped
+from sdk.consumer.engine import ConsumeLoop, FailurePath, GroupSource
 from sdk.errors import (
     ConfigurationError,
     DatabaseUnavailableError,
@@ -313,8 +312,7 @@ class DatabaseSink:
         handle_sigterm: bool | None,
     ) -> None:
         loop = self._loop
-        # a stop while decoding waits for the schema registry ends the run normally
-        with suppress(RegistryWaitStopped), loop.running(handle_sigterm) as client:
+        with loop.running(handle_sigterm) as client:
             for messages in loop.batches(max_records, idle_s, before_poll=self._before_poll):
                 assert client is not None  # batches come from a subscribed client only
                 batch, ends = self._held.split(messages)
