@@ -40,7 +40,7 @@ class RecordDecoder:
         bytes_in = bind_deserializer("bytes", "value_deserializer")
         self.raw = self._key is bytes_in and self._value is bytes_in
         """Both deserializers are ``bytes``: a record is the message's key and value as is."""
-        self.registry_wait = RegistryWait.for_deserializers(key, value)
+        self.registry_wait = RegistryWait.for_serdes(key, value)
         """Retries a record while its schema registry is unavailable (never a poison pill)."""
         self._waiting = False
 

@@ -104,11 +104,11 @@ class RegistryWait:
             seconds -= step
 
     @classmethod
-    def for_deserializers(cls, *deserializers: object) -> RegistryWait:
-        """The wait for these deserializers: the longest ``registry_timeout_s`` they declare."""
+    def for_serdes(cls, *serdes: object) -> RegistryWait:
+        """The wait for these (de)serializers: the longest ``registry_timeout_s`` they declare."""
         declared = [
             float(t)
-            for d in deserializers
+            for d in serdes
             if isinstance(t := getattr(d, "registry_timeout_s", None), int | float)
         ]
         return cls(max(declared, default=DEFAULT_REGISTRY_TIMEOUT_S))

@@ -180,7 +180,7 @@ class Processor:
         outputs_wait = (
             None
             if self._producer._path.raw
-            else RegistryWait.for_deserializers(key_serializer, value_serializer)
+            else RegistryWait.for_serdes(key_serializer, value_serializer)
         )
         if outputs_wait is not None:
             outputs_wait.on_retry = self._count_registry_retry
