@@ -34,6 +34,9 @@ def worker(spec: dict[str, Any]) -> None:
         group_id=spec["group"],
         session_timeout_ms=6000,
         batch_size=BATCH_SIZE,
+        # static membership (a pod with a stable name): the restarted worker takes the killed
+        # one's place at once instead of waiting out its session timeout
+        extras={"group.instance.id": f"{spec['group']}-worker-0"},
     )
 
     def write(records: list[ConsumerRecord], tx: Transaction) -> None:

@@ -93,7 +93,10 @@ async def copy(bootstrap: str, src: str, dst: str, group: str, n: int) -> int:
         run = asyncio.create_task(second.run(enrich, handle_sigterm=True))
         began = time.monotonic()
         while not run.done() and time.monotonic() - began < 120:
-            if second.stats.records_in and sum(second.committed.values()) >= n:
+            # `committed` holds the partitions a processor committed itself: one the first
+            # processor finished is never committed again by the second
+            committed = {**first.committed, **second.committed}
+            if second.stats.records_in and sum(committed.values()) >= n:
                 break
             await asyncio.sleep(0.1)
         second.stop()
@@ -115,6 +118,15 @@ async def copy(bootstrap: str, src: str, dst: str, group: str, n: int) -> int:
     return 0
 
 
+def seed(bootstrap: str, topic: str, n: int) -> None:
+    """Write ``n`` input records (the producer is gone when this returns, before the cluster)."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(n):
+        producer.produce(topic, key=f"k{i % 100}", value=f"v{i}")
+        producer.poll(0)
+    producer.flush(30)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--records", type=int, default=10_000)
@@ -124,11 +136,7 @@ def main() -> int:
     with bootstrap_servers() as bootstrap:
         create_topic(bootstrap, src, PARTITIONS)
         create_topic(bootstrap, dst, PARTITIONS)
-        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-        for i in range(args.records):
-            producer.produce(src, key=f"k{i % 100}", value=f"v{i}")
-            producer.poll(0)
-        producer.flush(30)
+        seed(bootstrap, src, args.records)
         return asyncio.run(copy(bootstrap, src, dst, group, args.records))
 
 

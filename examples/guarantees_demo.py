@@ -74,6 +74,9 @@ def worker(spec: dict[str, Any]) -> None:
             "session_timeout_ms": 6000,
             "batch_size": 200,
             "auto_commit_interval_ms": 200,
+            # static membership (a pod with a stable name): the restarted worker takes the
+            # killed one's place at once instead of waiting out its session timeout
+            "extras": {"group.instance.id": f"{spec['group']}-worker-0"},
         },
         producer=producer,
         commit_interval_ms=200,
