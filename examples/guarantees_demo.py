@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import _demo_database as database
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from sdk.producer import Producer, ProducerRecord
 from sdk.profiles import ProducerProfile
@@ -136,25 +136,34 @@ def committed(bootstrap: str, group: str, topic: str) -> int:
         consumer.close()
 
 
-def count_output(bootstrap: str, topic: str, n: int) -> Counter[int]:
-    """Count each record number in ``topic`` as a read_committed reader sees it."""
+def count_output(bootstrap: str, topic: str) -> Counter[int]:
+    """Count each record number in ``topic`` as a read_committed reader sees it, to its end.
+
+    The end of each partition is its last stable offset (librdkafka's partition EOF under
+    read_committed): what a later read would also see once the writers are stopped.
+    """
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": f"audit-{time.time_ns()}",
-            "auto.offset.reset": "earliest",
             "isolation.level": "read_committed",
+            "enable.partition.eof": True,
         }
     )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
     counts: Counter[int] = Counter()
-    idle_since = time.monotonic()
-    while time.monotonic() - idle_since < (3 if len(counts) >= n else 10):
-        msgs = [m for m in consumer.consume(2000, 0.5) if not m.error()]
-        if msgs:
-            idle_since = time.monotonic()
-            counts.update(int(m.value()) for m in msgs)
+    at_end: set[int] = set()
+    deadline = time.monotonic() + 120
+    while len(at_end) < PARTITIONS and time.monotonic() < deadline:
+        for m in consumer.consume(2000, 0.5):
+            error = m.error()
+            if error is None:
+                counts[int(m.value())] += 1
+            elif error.code() == KafkaError._PARTITION_EOF:
+                at_end.add(m.partition())
     consumer.close()
+    if len(at_end) < PARTITIONS:
+        raise RuntimeError(f"{topic}: not read to its end in 120 s")
     return counts
 
 
@@ -196,7 +205,7 @@ def wait_queue_done(
         if guarantee == "at_most_once" and quiet > LOCK_MS / 1000 + 3:
             return
         done = guarantee == "at_least_once" and now >= n and quiet > 1
-        if done and len(count_output(bootstrap, output, n)) >= n:
+        if done and len(count_output(bootstrap, output)) >= n:
             return
         time.sleep(0.5)
 
@@ -296,7 +305,7 @@ def run_guarantee(
     if to_db:
         result.update(database.count(spec["database"]))
     else:
-        counts = count_output(bootstrap, spec["output"], n)
+        counts = count_output(bootstrap, spec["output"])
         output, distinct = sum(counts.values()), len(counts)
         result.update(output=output, lost=n - distinct, duplicated=output - distinct)
     return {**result, "kills": len(kills), "seconds": time.monotonic() - started}

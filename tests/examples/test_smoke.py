@@ -33,8 +33,8 @@ EXAMPLES: dict[str, tuple[list[str], list[str]]] = {
     "work_queue.py": (["--jobs", "2000", "--workers", "3"], ["work queue: OK"]),
 }
 # The demo copies its records seven times with three kills each (two of them through a share
-# group, waiting out record locks; two into SQLite): about 5 minutes for 4,000 records on 2 cores,
-# the others well under 3
+# group, waiting out record locks; two into SQLite): about a minute for 4,000 records on 2 cores
+# (3 minutes in CI before its workers rejoined at once), the others well under 3
 TIMEOUT_S = {"guarantees_demo.py": 540}
 # the demo's database rows: row -> (lost, duplicated) it must show; None: any count
 DEMO_ROWS: dict[str, tuple[int, int | None]] = {
