@@ -231,6 +231,7 @@ def bind_serializer(spec: str | Serializer, field: str) -> BoundSerializer:
             return ctx_fn(obj, SerializationContext(record.topic, part, record.headers))
 
         with_context.serializer_name = _describe(fn)  # type: ignore[attr-defined]
+        with_context.by_topic = _context_by_topic(ctx_fn, part)  # type: ignore[attr-defined]
         return with_context
     _warn_topic_form(fn, field)
     topic_fn: Callable[[Any, str], bytes | None] = fn  # type: ignore[assignment]
@@ -239,7 +240,41 @@ def bind_serializer(spec: str | Serializer, field: str) -> BoundSerializer:
         return topic_fn(obj, record.topic)
 
     with_topic.serializer_name = _describe(fn)  # type: ignore[attr-defined]
+    with_topic.by_topic = topic_fn  # type: ignore[attr-defined]
     return with_topic
+
+
+TopicSerializer = Callable[[Any, str], "bytes | None"]
+"""A bound serializer for a record without headers: ``fn(obj, topic)``."""
+
+
+def by_topic(bound: BoundSerializer) -> TopicSerializer:
+    """The ``fn(obj, topic)`` form of a bound serializer, for records without headers.
+
+    Internal to the Producer (in no ``__all__``).
+
+    ``Producer.send()`` calls it on its fast path: no record object per call, and (for a
+    schema registry serializer) one :class:`SerializationContext` per topic instead of one
+    per record.
+    """
+    if bound in _SERIALIZERS.values():
+        return bound  # the built-ins ignore their second argument
+    topic_form: TopicSerializer = getattr(bound, "by_topic")  # noqa: B009  # set by bind_serializer
+    return topic_form
+
+
+def _context_by_topic(ctx_fn: Callable[..., bytes | None], part: MessageField) -> TopicSerializer:
+    """``fn(obj, topic)`` over a context serializer.
+
+    sdk.schemas' registry serializers give their own (``_topic_form(part)``, an internal
+    interface: one context per topic); any other gets a new context per record, as through
+    :func:`bind_serializer`.
+    """
+    own = getattr(ctx_fn, "_topic_form", None)
+    if callable(own):
+        topic_form: TopicSerializer = own(part)
+        return topic_form
+    return lambda obj, topic: ctx_fn(obj, SerializationContext(topic, part, None))
 
 
 def bind_deserializer(spec: str | Deserializer, field: str) -> BoundDeserializer:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from sdk._client import DeliveryCallback, ProducerClient, takes_all_positional, translating
 from sdk.errors import (
@@ -163,22 +163,12 @@ class RecordPath:
         topic = record.topic
         try:
             key = self._key_ser(record.key, record)
-        except (SerializationError, SchemaRegistryUnavailableError) as exc:
-            exc.record = record
-            raise
         except Exception as exc:
-            raise SerializationError(
-                _failed("key", record.key, topic, exc, self._key_ser), record=record
-            ) from exc
+            self.serializer_failed("key", record, exc)
         try:
             value = self._value_ser(record.value, record)
-        except (SerializationError, SchemaRegistryUnavailableError) as exc:
-            exc.record = record
-            raise
         except Exception as exc:
-            raise SerializationError(
-                _failed("value", record.value, topic, exc, self._value_ser), record=record
-            ) from exc
+            self.serializer_failed("value", record, exc)
         for part, data in (("key", key), ("value", value)):
             if data is not None and not isinstance(data, bytes):
                 raise SerializationError(
@@ -187,6 +177,24 @@ class RecordPath:
                     record=record,
                 )
         return key, value
+
+    def serializer_failed(self, part: str, record: ProducerRecord, exc: Exception) -> NoReturn:
+        """Raise what a serializer's failure on ``record``'s ``part`` ("key"/"value") is.
+
+        Raises:
+            SerializationError: ``exc`` itself if it is one (with the record), else one that
+                names the serializer, the part and the topic (``__cause__``: ``exc``).
+            SchemaRegistryUnavailableError: ``exc`` itself (with the record).
+        """
+        if isinstance(exc, SerializationError | SchemaRegistryUnavailableError):
+            exc.record = record
+            raise exc
+        obj, serializer = (
+            (record.key, self._key_ser) if part == "key" else (record.value, self._value_ser)
+        )
+        raise SerializationError(
+            _failed(part, obj, record.topic, exc, serializer), record=record
+        ) from exc
 
     def _produce_bounded(
         self,

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from confluent_kafka import KafkaError
 
     from sdk.producer._records import _Owner
+    from sdk.serialization import TopicSerializer
 
 __all__ = ["HandleCore", "HotPath", "new_handle"]
 
@@ -39,13 +40,23 @@ class HotPath:
         callback: The user's ``on_delivery``, or None.
     """
 
-    __slots__ = ("callback", "delivered", "known", "produce")
+    __slots__ = ("callback", "delivered", "key_serializer", "known", "produce", "value_serializer")
 
-    def __init__(self, known: set[str], callback: Any = None) -> None:
+    def __init__(
+        self,
+        known: set[str],
+        callback: Any = None,
+        key_serializer: TopicSerializer | None = None,
+        value_serializer: TopicSerializer | None = None,
+    ) -> None:
         self.produce: Produce | None = None
         """The client's ``produce`` while ``send()``'s fast path may be taken, else None."""
         self.known = known
         self.callback = callback
+        self.key_serializer = key_serializer
+        """The key serializer as ``fn(obj, topic)``; None: ``bytes`` (bytes pass as they are)."""
+        self.value_serializer = value_serializer
+        """As ``key_serializer``, for the value."""
         self.delivered = 0
         """Records acknowledged so far."""
 

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from confluent_kafka import KafkaError
 
-from sdk._client import ProducerClient
+from sdk._client import Produce, ProducerClient
 from sdk._deprecation import REMOVED_IN, renamed, renamed_default, warn_renamed
 from sdk.errors import ConfigurationError, KafkaClientError, SdkError
 from sdk.lifecycle import Lifecycle
@@ -35,7 +35,7 @@ from sdk.producer._records import DeliveryHandle, HeaderPairs, ProducerRecord, R
 from sdk.producer._sender import Sender
 from sdk.producer._transactions import TransactionalOutput
 from sdk.profiles import Guarantee, ProducerProfile
-from sdk.serialization import Serializer, bind_serializer
+from sdk.serialization import Serializer, bind_serializer, by_topic
 
 __all__ = ["Producer"]
 
@@ -144,7 +144,6 @@ class Producer:
         self._known_topics: set[str] = set()
         """Topics whose lookup succeeded: only these take the fast path (no lookup needed)."""
         errors = ClientErrors(transactional=self._transactional)
-        self._hot = HotPath(self._known_topics, on_delivery)  # on_delivery: called per record
         path = RecordPath(
             key_ser,
             value_ser,
@@ -158,6 +157,13 @@ class Producer:
             in_transaction=lambda: self._output.open,
         )
         self._path = path
+        self._hot = HotPath(  # on_delivery: called per record
+            self._known_topics,
+            on_delivery,
+            None if path.raw_key else by_topic(key_ser),
+            None if path.raw_value else by_topic(value_ser),
+        )
+        self._raw = path.raw
         # the bound method itself, not a delegating method: no extra call per record
         self._produce = path.produce
         """The general path of a record (:meth:`RecordPath.produce`) under the fast path."""
@@ -172,7 +178,8 @@ class Producer:
             known_topics=self._known_topics,
             telemetry=self._telemetry,
             transactional=self._transactional,
-            fast=self._fast and self._handle_type is DeliveryHandle,
+            # send()'s fast path: serializers too (send_many's loop takes bytes in only)
+            fast=router.native and self._handle_type is DeliveryHandle,
         )
         """The client, its lifecycle and what its callbacks report (errors, deliveries)."""
         self._ledger = slot.ledger
@@ -287,27 +294,67 @@ class Producer:
         hot = self._hot
         produce = hot.produce
         if (
-            produce is not None  # open, bytes in, librdkafka places, plain handles, no telemetry
+            produce is not None  # open, librdkafka places, plain handles, no telemetry
             and headers is None
             and timestamp_ms is None
             and partition is None  # a handle keeps topic, value, key: its record has no partition
             and type(topic) is str
-            and (type(value) is bytes or value is None)
-            and (key is None or type(key) is bytes)
             and topic in hot.known
         ):
-            # straight to librdkafka (_batch.enqueue_each inlines the same test without the
-            # partition check: keep the two in step), with a handle made without __init__ (as
-            # new_handle, inlined: one call less per record), its record built only if asked for
-            handle = _new_handle(DeliveryHandle)
-            handle._owner, handle._state, handle._record = self, None, None
-            handle._topic, handle._value, handle._key = topic, value, key
-            try:
-                produce(topic, value, key, -1, handle)  # -1: the partitioner (positional_produce)
-                return handle
-            except Exception:  # full queue, refusal: the general path retries / translates
-                return self._send_general(topic, value, key, None, None, None, handle)
+            if not self._raw:  # a serializer to call
+                return self._send_serializing(produce, topic, value, key)
+            if (type(value) is bytes or value is None) and (key is None or type(key) is bytes):
+                # straight to librdkafka (_batch.enqueue_each inlines the same test without
+                # the partition check: keep the two in step), with a handle made without
+                # __init__ (as new_handle, inlined: one call less per record), its record
+                # built only if asked for
+                handle = _new_handle(DeliveryHandle)
+                handle._owner, handle._state, handle._record = self, None, None
+                handle._topic, handle._value, handle._key = topic, value, key
+                try:
+                    produce(topic, value, key, -1, handle)  # -1: the partitioner
+                    return handle
+                except Exception:  # full queue, refusal: the general path retries/translates
+                    return self._send_general(topic, value, key, None, None, None, handle)
         return self._send_general(topic, value, key, headers, partition, timestamp_ms, None)
+
+    def _send_serializing(
+        self, produce: Produce, topic: str, value: Any, key: Any
+    ) -> DeliveryHandle:
+        """``send()``'s fast path with a serializer: as the general path, with fewer steps.
+
+        No record object unless an error needs one, a registry serializer's context made once
+        per topic, the handle made without ``__init__``; anything unusual (a ``bytes``
+        serializer given another type, a serializer returning something else, a refusal)
+        takes the general path, which says what is wrong.
+        """
+        hot = self._hot
+        ks, vs = hot.key_serializer, hot.value_serializer
+        k, v = key, value
+        if ks is not None:
+            try:
+                k = ks(key, topic)
+            except Exception as exc:
+                self._path.serializer_failed("key", ProducerRecord(topic, value, key), exc)
+        elif key is not None and type(key) is not bytes:
+            return self._send_general(topic, value, key, None, None, None, None)
+        if vs is not None:
+            try:
+                v = vs(value, topic)
+            except Exception as exc:
+                self._path.serializer_failed("value", ProducerRecord(topic, value, key), exc)
+        elif value is not None and type(value) is not bytes:
+            return self._send_general(topic, value, key, None, None, None, None)
+        if (k is not None and type(k) is not bytes) or (v is not None and type(v) is not bytes):
+            return self._send_general(topic, value, key, None, None, None, None)
+        handle = _new_handle(DeliveryHandle)
+        handle._owner, handle._state, handle._record = self, None, None
+        handle._topic, handle._value, handle._key = topic, value, key
+        try:
+            produce(topic, v, k, -1, handle)  # -1: the partitioner (positional_produce)
+            return handle
+        except Exception:  # full queue, refusal: the general path retries / translates
+            return self._send_general(topic, value, key, None, None, None, handle)
 
     def send_and_wait(
         self,

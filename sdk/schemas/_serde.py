@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from confluent_kafka.serialization import SerializationContext
+from confluent_kafka.serialization import MessageField, SerializationContext
 
 from sdk.errors import SchemaRegistryUnavailableError
 from sdk.schemas._config import SchemaRegistryConfig, registry_client
@@ -37,6 +37,7 @@ __all__ = [
 ]
 
 _AUTH_OR_TRANSIENT = (401, 403, 408, 429)
+_CONTEXTS_KEPT = 1_000  # topics whose context a serializer's by_topic form keeps (then: anew)
 
 
 def unavailable_reason(exc: BaseException) -> str | None:
@@ -140,6 +141,33 @@ class RegistrySerializer(_RegistrySerde):
     versions) raises :class:`~sdk.errors.SerializationError` naming the subject, its
     compatibility level and, for Avro, the fields that break it.
     """
+
+    def _topic_form(self, part: MessageField) -> Callable[[Any, str], bytes | None]:
+        """This serializer as ``fn(obj, topic)`` for records without headers.
+
+        The Producer's fast path calls it (:func:`sdk.serialization.by_topic`). It keeps one
+        context per topic: confluent-kafka's serializers read a context and write only its
+        headers, which such a context has none of (the header schema-id form then refuses).
+        """
+        inner, translated_error = self._inner, self._translated
+        contexts: dict[str, SerializationContext] = {}
+
+        def serialize(obj: Any, topic: str) -> bytes | None:
+            ctx = contexts.get(topic)
+            if ctx is None:
+                if len(contexts) >= _CONTEXTS_KEPT:
+                    contexts.clear()
+                ctx = contexts[topic] = SerializationContext(topic, part, None)
+            try:
+                data: bytes | None = inner(obj, ctx)
+                return data
+            except Exception as exc:  # as __call__
+                translated = translated_error(exc, ctx)
+                if translated is exc:
+                    raise
+                raise translated from exc
+
+        return serialize
 
     def __init__(
         self,
