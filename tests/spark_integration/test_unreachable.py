@@ -26,9 +26,10 @@ def test_plan_ranges_names_the_address_within_the_bound(caplog: pytest.LogCaptur
         consumer={"extras": {"socket.connection.setup.timeout.ms": 3000}},
     )
     started = time.monotonic()
-    with caplog.at_level(logging.DEBUG, logger="sdk.librdkafka"), pytest.raises(
-        BrokerUnreachableError
-    ) as info:
+    with (
+        caplog.at_level(logging.DEBUG, logger="sdk.librdkafka"),
+        pytest.raises(BrokerUnreachableError) as info,
+    ):
         plan_ranges(
             config.processing.consumer, ["src"], job="copy", transactional_id_prefix=config.prefix
         )
