@@ -232,6 +232,8 @@ def bind_serializer(spec: str | Serializer, field: str) -> BoundSerializer:
 
         with_context.serializer_name = _describe(fn)  # type: ignore[attr-defined]
         with_context.by_topic = _context_by_topic(ctx_fn, part)  # type: ignore[attr-defined]
+        # sdk.schemas' registry serializers: a first call may ask the registry (see asks_registry)
+        with_context.asks_registry = getattr(fn, "asks_registry", False) is True  # type: ignore[attr-defined]
         return with_context
     _warn_topic_form(fn, field)
     topic_fn: Callable[[Any, str], bytes | None] = fn  # type: ignore[assignment]
@@ -246,6 +248,15 @@ def bind_serializer(spec: str | Serializer, field: str) -> BoundSerializer:
 
 TopicSerializer = Callable[[Any, str], "bytes | None"]
 """A bound serializer for a record without headers: ``fn(obj, topic)``."""
+
+
+def asks_registry(bound: BoundSerializer) -> bool:
+    """Whether a bound serializer may ask a schema registry (an HTTP call) when called.
+
+    Internal to the Producer (in no ``__all__``): the asyncio producer serializes a topic's
+    first record off the event loop when it does.
+    """
+    return getattr(bound, "asks_registry", False) is True
 
 
 def by_topic(bound: BoundSerializer) -> TopicSerializer:

@@ -33,7 +33,7 @@ import contextlib
 import functools
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any, TypeVar, TypeVarTuple
 
 from confluent_kafka import KafkaError
@@ -226,7 +226,10 @@ class AsyncProducer:
         """Queue one record and wait until the broker acknowledged it.
 
         Waits (without blocking the loop) for room in the local queue and, for a topic not
-        seen before, for its metadata check.
+        seen before, for its metadata check and (with a schema registry serializer) the
+        registry's answer for its subject: the first record of each topic is serialized once
+        in a thread, later ones hit the serializer's cache (``send_nowait`` does all of it on
+        the loop).
 
         Returns:
             Where the record landed.
@@ -237,9 +240,13 @@ class AsyncProducer:
             UnknownTopicError: The topic does not exist (``check_topics``).
             KafkaClientError: The record failed (the sync Producer's error types).
         """
-        record = topic if isinstance(topic, ProducerRecord) else ProducerRecord(topic, value)
-        if record.topic not in self._sync._known_topics:  # its metadata check: off the loop
-            await self._off_loop(self._sync.check_topic, record)
+        if isinstance(topic, ProducerRecord):
+            record = topic
+        else:
+            pairs = list(headers.items()) if isinstance(headers, Mapping) else headers
+            record = ProducerRecord(topic, value, key, pairs, partition, timestamp_ms)
+        if record.topic not in self._sync._known_topics:  # its first record: off the loop
+            await self._off_loop(self._first_of_topic, record)
         while True:
             try:
                 fut = self.send_nowait(topic, value, key, headers, partition, timestamp_ms)
@@ -476,6 +483,17 @@ class AsyncProducer:
         fut = self._observed.pop(handle, None)
         if fut is not None:
             _resolve(fut, handle)
+
+    def _first_of_topic(self, record: ProducerRecord) -> None:
+        """In a thread: a topic's metadata check and (a registry serializer) its subject's lookup.
+
+        The record is serialized once here, so the registry's answer is cached before the
+        record's own serialization on the loop (same result: it depends only on the record).
+        """
+        sync = self._sync
+        sync.check_topic(record)
+        if sync._path.asks_registry:
+            sync._path.serialize(record)
 
     async def _off_loop(self, fn: Callable[[*Ts], T], *args: *Ts) -> T:
         loop = self._bind()

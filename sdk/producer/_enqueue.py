@@ -25,7 +25,7 @@ from sdk.partitioners import PartitionRouter
 from sdk.producer._client_errors import ClientErrors
 from sdk.producer._delivery import UNKNOWN_PARTITION_CODES
 from sdk.producer._records import ProducerRecord
-from sdk.serialization import BoundSerializer, bind_serializer, serializer_name
+from sdk.serialization import BoundSerializer, asks_registry, bind_serializer, serializer_name
 
 __all__ = ["RecordPath"]
 
@@ -50,6 +50,8 @@ class RecordPath:
         raw_key: The key serializer is ``bytes`` (no serializer call).
         raw_value: The value serializer is ``bytes``.
         raw: Both serializers are ``bytes``: bytes in, bytes out, no serializer call.
+        asks_registry: A serializer may ask a schema registry over HTTP (its first call per
+            subject; later calls hit its cache).
     """
 
     def __init__(
@@ -73,6 +75,7 @@ class RecordPath:
         self.raw_key = key_serializer is bytes_ser
         self.raw_value = value_serializer is bytes_ser
         self.raw = self.raw_key and self.raw_value
+        self.asks_registry = asks_registry(key_serializer) or asks_registry(value_serializer)
         self._router = router
         self._native = router.native
         self._errors = errors

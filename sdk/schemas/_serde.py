@@ -102,6 +102,9 @@ class _RegistrySerde:
     """A confluent-kafka (de)serializer whose registry failures are told apart."""
 
     takes_context = True  # called (obj, ctx): see sdk.serialization
+    # a first call per subject asks the registry over HTTP, then its cache answers (the asyncio
+    # producer makes that first call off the event loop: sdk.serialization.asks_registry)
+    asks_registry = True
 
     def __init__(self, name: str, inner: Callable[..., Any], config: SchemaRegistryConfig):
         self.name = name
