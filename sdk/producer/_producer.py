@@ -331,6 +331,7 @@ class Producer:
         hot = self._hot
         ks, vs = hot.key_serializer, hot.value_serializer
         k, v = key, value
+        # key, then value, written out twice: a helper per part would add a call per record
         if ks is not None:
             try:
                 k = ks(key, topic)
