@@ -81,11 +81,10 @@ def registry_checks(s: Subject, config: SchemaRegistryConfig, *, timeout_s: floa
     # new_client (confluent-kafka 2.14+): a mock:// url gets the in-memory registry, as the
     # serializers' registry_client does
     factory = getattr(SchemaRegistryClient, "new_client", SchemaRegistryClient)
-    client = factory(conf)
-    try:
+    # the context manager closes its HTTP session in every supported client (close() is
+    # 2.14+ only)
+    with factory(conf) as client:
         return _checks(s, config, client)
-    finally:
-        client.close()
 
 
 def _checks(s: Subject, config: SchemaRegistryConfig, client: Any) -> list[Check]:
