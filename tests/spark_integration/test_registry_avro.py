@@ -5,7 +5,6 @@ not answer fails the job instead of making nulls."""
 
 from __future__ import annotations
 
-import socket
 import struct
 import uuid
 from typing import Any
@@ -18,13 +17,8 @@ from sdk.profiles import ConsumerProfile, ProducerProfile
 from sdk.schemas import SchemaRegistryConfig, avro_deserializer, avro_serializer
 from sdk.serialization import MessageField, SerializationContext
 from spark_integration import avro_spark_type, from_registry_avro, read_kafka, to_registry_avro
-
-V1 = """{"type": "record", "name": "Order", "namespace": "shop",
-  "fields": [{"name": "id", "type": "long"}]}"""
-V2 = """{"type": "record", "name": "Order", "namespace": "shop",
-  "fields": [{"name": "id", "type": "long"}, {"name": "note", "type": "string", "default": ""}]}"""
-NOT_FRAMED = b"\x01abc"
-UNKNOWN_ID = b"\x00" + struct.pack(">I", 987_654) + b"\x02"
+from tests.sdk.schemas.test_registry_consumer import NOT_FRAMED, UNKNOWN_ID, V1, V2
+from tests.sdk.schemas.test_serde import _closed_port_url
 
 
 def _produce(bs: str, topic: str, config: SchemaRegistryConfig) -> None:
@@ -107,10 +101,7 @@ def test_encoded_rows_are_registry_avro_and_decode_back(spark: Any, schema_regis
 def test_an_unreachable_registry_fails_the_job_not_nulls(spark: Any) -> None:
     from pyspark.errors import PythonException
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    config = SchemaRegistryConfig(url=f"http://127.0.0.1:{port}", request_timeout_s=2)
+    config = SchemaRegistryConfig(url=_closed_port_url(), request_timeout_s=2)
     framed = b"\x00" + struct.pack(">I", 1) + b"\x02"
     df = spark.createDataFrame([(framed,)], "value binary")
     decoded = df.select(

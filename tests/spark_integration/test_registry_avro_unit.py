@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
-import socket
 import struct
-import uuid
 from typing import Any
 
 import pytest
@@ -20,23 +18,10 @@ from sdk.schemas import SchemaRegistryConfig, avro_deserializer, avro_serializer
 from sdk.serialization import MessageField, SerializationContext
 from spark_integration import avro_spark_type, from_registry_avro, to_registry_avro
 from spark_integration._schemas import _Decode, _Encode
+from tests.sdk.schemas.test_registry_consumer import V1, V2
+from tests.sdk.schemas.test_serde import _closed_port_url, _mock
 
-V1 = """{"type": "record", "name": "Order", "namespace": "shop",
-  "fields": [{"name": "id", "type": "long"}]}"""
-V2 = """{"type": "record", "name": "Order", "namespace": "shop",
-  "fields": [{"name": "id", "type": "long"}, {"name": "note", "type": "string", "default": ""}]}"""
 KAFKA = ("topic", "partition", "offset")
-
-
-def _mock() -> SchemaRegistryConfig:
-    return SchemaRegistryConfig(url=f"mock://{uuid.uuid4().hex}")
-
-
-def _closed_port_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}/apis/ccompat/v7"
 
 
 def _write(config: SchemaRegistryConfig, schema: str, value: dict[str, Any]) -> bytes:

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import struct
-
 from sdk.schemas import SchemaRegistryConfig
 from sdk.schemas._config import _clients
 from tests.sdk.consumer._support import seed
-from tests.sdk.schemas.test_registry_consumer import V1, _produce
+from tests.sdk.schemas.test_registry_consumer import NOT_FRAMED, UNKNOWN_ID, V1, _produce
 
 __all__ = ["NOT_FRAMED", "UNKNOWN_ID", "cold_reader", "seed_avro_with_poison"]
-
-NOT_FRAMED = b"\x01abc"
-UNKNOWN_ID = b"\x00" + struct.pack(">I", 987_654) + b"\x02"
 
 
 def seed_avro_with_poison(bootstrap: str, topic: str, url: str) -> None:
