@@ -10,8 +10,9 @@ from collections.abc import Callable
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END
 
+from sdk._assignment import reassign
 from sdk._client import ConsumerClient, call_kafka, translating
-from sdk.errors import KafkaClientError
+from sdk.errors import KafkaClientError, KafkaTimeoutError, is_transient
 from sdk.observability import Telemetry
 from sdk.processor._records import ProcessorStats
 
@@ -46,17 +47,30 @@ def rewind_to_committed(
         timeout_s: Timeout of the ``committed()`` call.
         telemetry: Counts retries of the ``committed()`` call.
 
+    A ``committed()`` that still fails transiently after its retries (a coordinator
+    connection whose answers were dropped stays silent until librdkafka tears it down) does not
+    stop the processor: the partitions are assigned again instead, and librdkafka reads their
+    committed offsets itself before it fetches any of their records.
+
     Raises:
-        KafkaClientError: ``committed()`` failed after retries.
+        KafkaClientError: ``committed()`` failed with an error that is not transient.
     """
     assignment = consumer.assignment()
     if not assignment:
         return
-    committed = call_kafka(
-        lambda: consumer.committed(assignment, timeout_s),
-        context="committed",
-        on_retry=counting(stats, telemetry),
-    )
+    try:
+        committed = call_kafka(
+            lambda: consumer.committed(assignment, timeout_s),
+            context="committed",
+            on_retry=counting(stats, telemetry),
+        )
+    except KafkaClientError as exc:
+        if not (isinstance(exc, KafkaTimeoutError) or is_transient(exc.kafka_error)):
+            raise
+        stats.note(f"committed offsets not read ({exc}); reassigning {len(assignment)}")
+        reassign(consumer, assignment)
+        stats.rewinds += 1
+        return
     fallback = OFFSET_END if latest else OFFSET_BEGINNING
     for tp in committed:
         if tp.offset < 0:
@@ -66,6 +80,5 @@ def rewind_to_committed(
                 consumer.seek(tp)
         except KafkaClientError as exc:  # not yet fetching: re-assigning sets the position
             stats.note(f"seek {tp.topic}[{tp.partition}] failed ({exc}); reassigning")
-            consumer.incremental_unassign([tp])
-            consumer.incremental_assign([tp])
+            reassign(consumer, [tp])
     stats.rewinds += 1

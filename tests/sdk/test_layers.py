@@ -49,6 +49,7 @@ LAYERS: dict[str, int] = {
     "sdk._client": 0,
     "sdk._message": 0,  # the message Protocol of the seam
     "sdk._admin": 0,  # the admin client's Protocol and its one factory
+    "sdk._assignment": 0,  # reassign: librdkafka reads the committed offsets again
     "sdk._config": 0,  # the librdkafka config type: imports nothing of the SDK
     "sdk.failure": 0,  # the failure policy: imports errors, profiles and records only
     "sdk.recovery": 0,  # the recovery decision: a pure function of the error
