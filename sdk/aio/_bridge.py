@@ -13,12 +13,12 @@ import asyncio
 import collections
 import concurrent.futures
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from sdk._client import KafkaMessage
 from sdk._signals import loop_sigterm_stops
-from sdk.records import ConsumerRecord
+from sdk.records import ConsumerRecord, view
 
 __all__ = ["HandlerCancelled", "HandlersAhead", "LoopBridge"]
 
@@ -134,9 +134,12 @@ class HandlersAhead:
         bridge: The client's :class:`LoopBridge`.
         handler: The user's async handler.
         loop: The running loop.
-        prepare: Message → the record the handler gets (None: the core skips it, e.g. a
-            poison pill it dead-letters itself), called in the worker (it may wait, e.g. for
-            a schema registry), never on the loop.
+        prepare: The batch's messages → the records the handler gets, one per message
+            (None: the core skips it, e.g. a poison pill it dead-letters itself), called in
+            the worker (it may wait, e.g. for a schema registry), never on the loop. None:
+            bytes in, each record a view made on the loop just before its handler (so it
+            lives only as long as the handler keeps it: a batch of records made ahead
+            outlives the garbage collector's youngest generation and makes it work).
         stopped: The core's stop flag.
         finish: The core takes the batch's first records whose handler succeeded as finished
             without calling :meth:`call` for them (:attr:`finished` says how many): a core
@@ -153,7 +156,7 @@ class HandlersAhead:
         bridge: LoopBridge,
         handler: Callable[[ConsumerRecord], Awaitable[object]],
         loop: asyncio.AbstractEventLoop,
-        prepare: Callable[[KafkaMessage], ConsumerRecord | None],
+        prepare: Callable[[list[KafkaMessage]], Sequence[ConsumerRecord | None]] | None,
         stopped: Callable[[], bool],
         *,
         finish: bool = False,
@@ -163,9 +166,14 @@ class HandlersAhead:
         self._handler = handler
         self._prepare = prepare
         self._stopped = stopped
-        self._ahead: collections.deque[tuple[KafkaMessage, int, object]] = collections.deque()
         self._finish = finish
         self.finished = 0
+        # the outcomes of one batch: the leading successes' values (aligned with the
+        # batch's first messages: no tuple per record), then the others in order
+        self._messages: list[KafkaMessage] = []
+        self._values: list[object] = []
+        self._next = 0
+        self._ahead: collections.deque[tuple[KafkaMessage, int, object]] = collections.deque()
 
     def run(self, messages: list[KafkaMessage]) -> int:
         """In the worker, before the core handles ``messages``: one crossing for all.
@@ -174,27 +182,30 @@ class HandlersAhead:
             How many of ``messages`` (from the first) had their handler run or begun: the
             core finishes those even if a stop came meanwhile.
         """
-        self._ahead.clear()
-        self.finished = 0
-        prepare = self._prepare
-        items: list[tuple[int, KafkaMessage, ConsumerRecord]] = []
-        for i, message in enumerate(messages):
-            record = prepare(message)
-            if record is not None:
-                items.append((i, message, record))
-        if not items:
+        self.skip()
+        if not messages:
             return 0
-        ran, self.finished, rest = self._batch(items)
+        prepare = self._prepare
+        records = None if prepare is None else prepare(messages)
+        ran, self.finished, values, rest = self._batch((messages, records))
+        self._messages, self._values = messages, values
         self._ahead.extend(rest)
         return ran
 
     def skip(self) -> None:
         """No outcomes ahead for the next batch: each record crosses on its own."""
         self._ahead.clear()
+        self._messages, self._values, self._next = [], [], 0
         self.finished = 0
 
     def call(self, record: ConsumerRecord) -> object:
         """The core's sync handler: the outcome run ahead, else a crossing of its own."""
+        k = self._next
+        if k < len(self._values):
+            if self._messages[k] is record.raw:
+                self._next = k + 1
+                return self._values[k]
+            self.skip()  # out of step (the core rewound): cross per record from here
         ahead = self._ahead
         if ahead:
             message, kind, value = ahead.popleft()
@@ -204,37 +215,63 @@ class HandlersAhead:
                 if isinstance(value, BaseException):  # _FAILED: the first attempt failed
                     raise value  # a retry comes back and crosses
                 raise HandlerCancelled()
-            ahead.clear()  # out of step (the core rewound): cross per record from here
+            self.skip()  # out of step (the core rewound): cross per record from here
         return self._per_record(record)
 
     async def _on_loop(
-        self, items: list[tuple[int, KafkaMessage, ConsumerRecord]]
-    ) -> tuple[int, int, list[tuple[KafkaMessage, int, object]]]:
-        """The batch's handlers in order: (ran, the finished prefix, the other outcomes).
+        self, batch: tuple[list[KafkaMessage], Sequence[ConsumerRecord | None] | None]
+    ) -> tuple[int, int, list[object], list[tuple[KafkaMessage, int, object]]]:
+        """The batch's handlers in order: (ran, finished, leading values, other outcomes).
 
-        With ``finish``, the leading successes (no message skipped before them) are only
-        counted: no outcome is kept for them (the hot path keeps nothing per record).
+        A record that ``prepare`` made None is skipped (the core handles it); without
+        ``prepare`` each record is a view made just before its handler. The leading
+        successes (no record skipped before them) run in a loop that does nothing else per
+        record but a stop check, the handler's await and, without ``finish``, keeping its
+        value; with ``finish`` they are only counted (``finished``). The records after a
+        skipped one keep an outcome tuple each.
         """
+        messages, prepared = batch
         handler, stopped = self._handler, self._stopped
-        clean, prefix, ran = self._finish, 0, 0
+        n = len(messages)
+        values: list[object] = []
         rest: list[tuple[KafkaMessage, int, object]] = []
-        for index, message, record in items:
-            if stopped():  # the rest is not handled: read again (or lost at_most_once)
-                break
-            try:
-                value = await handler(record)
-            except asyncio.CancelledError:  # the handled prefix still counts
-                rest.append((message, _CANCELLED, None))
-                ran = index + 1
-                break
-            except Exception as exc:
-                rest.append((message, _FAILED, exc))
-                ran = index + 1
-                break
-            ran = index + 1
-            if clean and index == prefix:
-                prefix += 1
+        i = ran = lead = 0
+        leading = True
+        try:
+            if self._finish:
+                while i < n:
+                    if stopped():
+                        break
+                    record = view(ConsumerRecord, messages[i]) if prepared is None else prepared[i]
+                    if record is None:
+                        break
+                    await handler(record)
+                    i += 1
             else:
-                clean = False
-                rest.append((message, _OK, value))
-        return ran, prefix, rest
+                keep = values.append
+                while i < n:
+                    if stopped():
+                        break
+                    record = view(ConsumerRecord, messages[i]) if prepared is None else prepared[i]
+                    if record is None:
+                        break
+                    keep(await handler(record))
+                    i += 1
+            lead = ran = i
+            leading = False
+            while i < n:
+                record = view(ConsumerRecord, messages[i]) if prepared is None else prepared[i]
+                if record is not None:
+                    if stopped():  # the rest is not handled: read again (or lost at_most_once)
+                        break
+                    value = await handler(record)
+                    rest.append((messages[i], _OK, value))
+                    ran = i + 1
+                i += 1
+        except asyncio.CancelledError:  # the handled prefix still counts
+            rest.append((messages[i], _CANCELLED, None))
+            ran, lead = i + 1, i if leading else lead
+        except Exception as exc:
+            rest.append((messages[i], _FAILED, exc))
+            ran, lead = i + 1, i if leading else lead
+        return ran, (lead if self._finish else 0), values, rest

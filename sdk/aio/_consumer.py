@@ -32,7 +32,6 @@ from sdk.errors import ConfigurationError
 from sdk.lifecycle import Lifecycle
 from sdk.observability import Telemetry
 from sdk.profiles import ConsumerProfile
-from sdk.records import view
 from sdk.serialization import Deserializer
 
 __all__ = ["AsyncConsumer"]
@@ -206,7 +205,9 @@ class AsyncConsumer:
             asyncio.get_running_loop(),
             # the record the core would hand over (bytes in: the core's own view); a poison
             # pill (None) is the core's to handle
-            prepare=functools.partial(view, ConsumerRecord) if decoder.raw else decoder.try_decode,
+            prepare=(
+                None if decoder.raw else lambda messages: [decoder.try_decode(m) for m in messages]
+            ),
             stopped=sync._loop.stopped,
             finish=True,  # run() ignores what a handler returns: the successes are finished
         )

@@ -30,7 +30,6 @@ from sdk.consumer import ConsumerRecord, Ordering
 from sdk.errors import ConfigurationError
 from sdk.processor import OutputRecord, Processor, ProcessorStats
 from sdk.profiles import ProcessingProfile
-from sdk.records import view
 
 __all__ = ["AsyncProcessor"]
 
@@ -182,9 +181,9 @@ class AsyncProcessor:
                 # the record the core will hand over: decoded when the Processor has
                 # deserializers (a poison pill, None, is the core's to handle)
                 prepare=(
-                    functools.partial(view, ConsumerRecord)
+                    None
                     if decoder is None
-                    else decoder.try_decode
+                    else lambda messages: [decoder.try_decode(m) for m in messages]
                 ),
                 stopped=self._sync._engine.stopped,
             )
