@@ -21,19 +21,45 @@ import asyncio
 import concurrent.futures
 import functools
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any
+from typing import Literal, TypedDict, Unpack, cast
 
-from sdk._client import KafkaMessage
+from sdk._client import ConsumerClient, KafkaMessage, ProducerClient
+from sdk._config import ClientConfig
 from sdk._deprecation import moved, renamed
 from sdk.aio._bridge import HandlersAhead, LoopBridge
 from sdk.consumer import ConsumerRecord, Ordering
 from sdk.errors import ConfigurationError
-from sdk.processor import OutputRecord, Processor, ProcessorStats
+from sdk.observability import Telemetry
+from sdk.partitioners import Partitioner
+from sdk.processor import OutputRecord, Processor, ProcessorStats, Progress
 from sdk.profiles import ProcessingProfile
+from sdk.serialization import Deserializer, Serializer
 
 __all__ = ["AsyncProcessor"]
 
 AsyncHandler = Callable[[ConsumerRecord], Awaitable[Iterable[OutputRecord] | None]]
+# the sync handler the core runs; a None the async handler returns is taken as no output
+# by the core too (it makes a list of ``outputs or ()``)
+Outputs = Callable[[ConsumerRecord], Iterable[OutputRecord]]
+
+
+class ProcessorOptions(TypedDict, total=False):
+    """The keyword arguments of :class:`~sdk.processor.Processor`, passed on by AsyncProcessor."""
+
+    transactional_id: str | None
+    instance_id: str | None
+    key_deserializer: str | Deserializer
+    value_deserializer: str | Deserializer
+    key_serializer: str | Serializer
+    value_serializer: str | Serializer
+    on_fenced: Literal["raise", "recreate"]
+    poll_timeout_s: float
+    partitioner: str | Partitioner | None
+    producer_factory: Callable[[ClientConfig], ProducerClient] | None
+    consumer_factory: Callable[[ClientConfig], ConsumerClient]
+    telemetry: Telemetry | Literal[False] | None
+    on_progress: Callable[[Progress], object] | None
+    verify_cluster: bool
 
 
 class AsyncProcessor:
@@ -66,7 +92,7 @@ class AsyncProcessor:
         profile: ProcessingProfile,
         input_topics: Sequence[str],
         handler: AsyncHandler | None = None,
-        **options: Any,
+        **options: Unpack[ProcessorOptions],
     ) -> None:
         if handler is not None:
             moved("handler", "AsyncProcessor()", "run()")
@@ -171,7 +197,7 @@ class AsyncProcessor:
             # each handler thread of the sync run waits for its coroutine on the loop; no
             # batch run ahead (the pool runs the batch's handlers, at the same time)
             self._sync._before_handle = None
-            call: Callable[[ConsumerRecord], Any] = self._bridge.sync_handler(handler, loop)
+            call: Outputs = cast(Outputs, self._bridge.sync_handler(handler, loop))
         else:
             decoder = self._sync._handling.decoder
             self._ahead = HandlersAhead(
@@ -216,6 +242,6 @@ class AsyncProcessor:
         else:
             self._ahead.run(msgs)  # the Processor handles every polled record: no stop check
 
-    def _call(self, record: ConsumerRecord) -> Any:
+    def _call(self, record: ConsumerRecord) -> Iterable[OutputRecord]:
         assert self._ahead is not None  # the Processor calls it only inside run()
-        return self._ahead.call(record)
+        return cast("Iterable[OutputRecord]", self._ahead.call(record))

@@ -131,7 +131,8 @@ class AsyncProducer:
         self._sync = _LoopProducer(profile, on_delivery=self._observed_delivered, **options)
         self._sync.from_thread = self._from_thread
         self._slot = self._sync._slot  # the sync Producer's client and its lifecycle
-        self._max_queued = int(self._sync.config.get("queue.buffering.max.messages", 100_000))
+        queued = self._sync.config.get("queue.buffering.max.messages", 100_000)
+        self._max_queued = int(queued) if isinstance(queued, int | float | str) else 100_000
         self._loop: asyncio.AbstractEventLoop | None = None
         self._observed: dict[DeliveryHandle, asyncio.Future[RecordMetadata]] = {}
         self._crossing: collections.deque[DeliveryHandle] = collections.deque()

@@ -5,11 +5,12 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from confluent_kafka import Consumer as _ConsumerClient
 
 from sdk._client import ConsumerClient, KafkaMessage, ProducerClient
+from sdk._config import ClientConfig
 from sdk._deprecation import moved, renamed
 from sdk.consumer import Ordering
 from sdk.consumer.engine import (
@@ -124,8 +125,8 @@ class Processor:
         on_fenced: Literal["raise", "recreate"] = "raise",
         poll_timeout_s: float = 0.1,
         partitioner: str | Partitioner | None = None,
-        producer_factory: Callable[[dict[str, Any]], ProducerClient] | None = None,
-        consumer_factory: Callable[[dict[str, Any]], ConsumerClient] = _ConsumerClient,
+        producer_factory: Callable[[ClientConfig], ProducerClient] | None = None,
+        consumer_factory: Callable[[ClientConfig], ConsumerClient] = _ConsumerClient,
         telemetry: Telemetry | Literal[False] | None = None,
         on_progress: Callable[[Progress], object] | None = None,
         verify_cluster: bool = False,
@@ -400,7 +401,7 @@ class Processor:
         """Create and subscribe the consumer (after the producer's start; unit tests call it)."""
         self._engine.open()
 
-    def _configure(self, config: dict[str, Any]) -> None:
+    def _configure(self, config: ClientConfig) -> None:
         """The consumer's config: the lag gauge; the start logged with both configs."""
         if "statistics.interval.ms" in config and "stats_cb" not in config:
             config["stats_cb"] = self._tel.stats_callback(self._group)  # consumer lag gauge

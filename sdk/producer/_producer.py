@@ -20,6 +20,7 @@ from typing import Any, Literal
 from confluent_kafka import KafkaError
 
 from sdk._client import Produce, ProducerClient
+from sdk._config import ClientConfig
 from sdk._deprecation import REMOVED_IN, renamed, renamed_default, warn_renamed
 from sdk.errors import ConfigurationError, KafkaClientError, SdkError
 from sdk.lifecycle import Lifecycle
@@ -108,7 +109,7 @@ class Producer:
         partition_refresh_s: float = 30.0,
         on_delivery: Callable[[DeliveryHandle], None] | None = None,
         telemetry: Telemetry | Literal[False] | None = None,
-        client_factory: Callable[[dict[str, Any]], ProducerClient] | None = None,
+        client_factory: Callable[[ClientConfig], ProducerClient] | None = None,
         queue_full_timeout: float | None = None,
         metadata_timeout: float | None = None,
     ) -> None:
@@ -139,7 +140,7 @@ class Producer:
             metadata_max_age_s=partition_refresh_s,
             metadata_timeout_s=metadata_timeout_s,
         )
-        self._config: dict[str, Any] = {**base, **router.producer_config()}
+        self._config: ClientConfig = {**base, **router.producer_config()}
         self._transactional = profile.guarantee is Guarantee.EXACTLY_ONCE
         self._known_topics: set[str] = set()
         """Topics whose lookup succeeded: only these take the fast path (no lookup needed)."""
@@ -200,7 +201,7 @@ class Producer:
         return self._slot.state
 
     @property
-    def config(self) -> dict[str, Any]:
+    def config(self) -> ClientConfig:
         """The librdkafka configuration the client is (or will be) created with."""
         return dict(self._config)
 
