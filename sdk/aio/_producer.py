@@ -4,7 +4,7 @@ No second producer: every record goes through the sync Producer's ``send()`` (se
 partitioner, error seam, guarantee settings), called on the event loop's thread, since
 ``produce()`` only queues. What would block is moved off the loop:
 
-* each record's delivery handle *is* its future's resolver (``_FutureHandle``: no handle to
+* each record's delivery handle *is* its future's resolver (``FutureHandle``: no handle to
   future map, no per-record callback chain); delivery reports are served on the loop, by a
   poller task (``poll(0)`` every 2 ms while records are in flight) and by :meth:`flush`, so a
   future is resolved on the loop thread without a thread hop;
@@ -36,14 +36,11 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any, TypeVar, TypeVarTuple
 
-from confluent_kafka import KafkaError
-
-from sdk._client import KafkaMessage
 from sdk._deprecation import renamed, renamed_default
+from sdk.aio._futures import FutureHandle, LoopProducer, resolve
 from sdk.errors import (
     ClosedError,
     ConfigurationError,
-    KafkaClientError,
     KafkaTimeoutError,
     SdkError,
 )
@@ -56,42 +53,6 @@ T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
 _POLL_EVERY_S = 0.002
 """How often the poller serves delivery reports while records are in flight."""
-
-
-class _FutureHandle(DeliveryHandle):
-    """A delivery handle that resolves its record's asyncio future itself."""
-
-    __slots__ = ("future",)
-
-    def __init__(self, record: ProducerRecord, owner: _LoopProducer) -> None:
-        super().__init__(record, owner)
-        loop = owner.loop
-        assert loop is not None  # AsyncProducer binds the loop before the first send
-        self.future: asyncio.Future[RecordMetadata] = loop.create_future()
-
-    def _deliver(self, err: KafkaError | None, msg: KafkaMessage) -> None:
-        """The librdkafka delivery callback: count as the sync handle does, then resolve."""
-        owner: Any = self._owner  # a _LoopProducer (no isinstance check per record)
-        if err is None:
-            self._state = msg
-            owner._hot.delivered += 1
-        else:
-            owner._failed(self, err)  # translated, collected for flush(), on _state
-        if threading.get_ident() == owner.loop_thread:
-            _resolve(self.future, self)
-        else:
-            owner.from_thread(self)
-
-    __call__ = _deliver
-
-
-class _LoopProducer(Producer):
-    """The sync Producer whose ``send`` handles carry an asyncio future (one per record)."""
-
-    _handle_type = _FutureHandle
-    loop: asyncio.AbstractEventLoop | None = None
-    loop_thread = 0
-    from_thread: Callable[[DeliveryHandle], None]
 
 
 class AsyncProducer:
@@ -127,8 +88,8 @@ class AsyncProducer:
         # a full queue must not block the loop: the sync send gives up after one short wait
         options.setdefault("queue_full_timeout_s", 0.01)
         # on_delivery: only the observed path's handles (an OpenTelemetry SDK recording) use
-        # it; a _FutureHandle resolves its own future
-        self._sync = _LoopProducer(profile, on_delivery=self._observed_delivered, **options)
+        # it; a FutureHandle resolves its own future
+        self._sync = LoopProducer(profile, on_delivery=self._observed_delivered, **options)
         self._sync.from_thread = self._from_thread
         self._slot = self._sync._slot  # the sync Producer's client and its lifecycle
         queued = self._sync.config.get("queue.buffering.max.messages", 100_000)
@@ -301,13 +262,13 @@ class AsyncProducer:
                 self._full(exc)
             raise
         self._wake.set()
-        if type(handle) is _FutureHandle:
+        if type(handle) is FutureHandle:
             return handle.future
         # the observed send (an OpenTelemetry SDK records): a TimedHandle, settled through
         # the sync Producer's on_delivery
         fut: asyncio.Future[RecordMetadata] = loop.create_future()
         if handle.done():
-            _resolve(fut, handle)
+            resolve(fut, handle)
         else:
             self._observed[handle] = fut
         return fut
@@ -457,7 +418,7 @@ class AsyncProducer:
 
     def _observed_delivered(self, handle: DeliveryHandle) -> None:
         """on_delivery of the sync Producer: only observed handles need it."""
-        if type(handle) is _FutureHandle:
+        if type(handle) is FutureHandle:
             return
         if threading.get_ident() == self._sync.loop_thread:
             self._settle(handle)
@@ -478,12 +439,12 @@ class AsyncProducer:
             self._settle(crossing.popleft())
 
     def _settle(self, handle: DeliveryHandle) -> None:
-        if type(handle) is _FutureHandle:
-            _resolve(handle.future, handle)
+        if type(handle) is FutureHandle:
+            resolve(handle.future, handle)
             return
         fut = self._observed.pop(handle, None)
         if fut is not None:
-            _resolve(fut, handle)
+            resolve(fut, handle)
 
     def _first_of_topic(self, record: ProducerRecord) -> None:
         """In a thread: a topic's metadata check and (a registry serializer) its subject's lookup.
@@ -499,19 +460,3 @@ class AsyncProducer:
     async def _off_loop(self, fn: Callable[[*Ts], T], *args: *Ts) -> T:
         loop = self._bind()
         return await loop.run_in_executor(None, functools.partial(fn, *args))
-
-
-def _resolve(fut: asyncio.Future[RecordMetadata], handle: DeliveryHandle) -> None:
-    """Settle ``fut`` from a resolved handle (on the loop thread)."""
-    if fut.done():  # cancelled by its awaiter: the outcome has no one to tell
-        return
-    state = handle._state
-    if isinstance(state, KafkaClientError):
-        fut.set_exception(state)
-        # a failure nobody awaits is still reported by flush() (DeliveryError), as with the
-        # sync Producer: asyncio must not log it as "never retrieved"
-        fut.exception()
-    else:
-        fut.set_result(
-            RecordMetadata(state.topic(), state.partition(), state.offset(), state.timestamp()[1])
-        )

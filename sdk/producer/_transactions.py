@@ -15,11 +15,10 @@ recovery. What to do after a failed call is decided there, never here.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from confluent_kafka import TopicPartition
 
@@ -42,6 +41,7 @@ from sdk.errors import (
 )
 from sdk.lifecycle import Lifecycle
 from sdk.observability import Telemetry, TransactionOutcome, TransactionSpan
+from sdk.producer._bounded import ABANDONED, STALL_GRACE_S, CallStuckError, bounded
 from sdk.producer._emitter import Emitter
 from sdk.producer._records import ProducerRecord
 from sdk.records import OutputRecord, TransactionStats
@@ -49,58 +49,16 @@ from sdk.records import OutputRecord, TransactionStats
 if TYPE_CHECKING:
     from sdk.producer._producer import Producer
 
-__all__ = ["STALL_GRACE_S", "CallStuckError", "TransactionalOutput", "bounded", "transaction_block"]
+__all__ = ["TransactionalOutput", "transaction_block"]
 
 T = TypeVar("T")
 P = TypeVar("P", bound="Producer")
 
 _new_record = tuple.__new__
 
-_ABANDONED: list[ProducerClient] = []
-"""Clients whose call never returned: kept referenced, because destroying a librdkafka handle
-waits for its threads and would hang the caller the bound just freed."""
-
-STALL_GRACE_S = 5.0
-"""Extra seconds a bounded call gets beyond its own timeout before it counts as stuck."""
-
 
 def _never() -> bool:
     return False
-
-
-class CallStuckError(Exception):
-    """A librdkafka call did not return within its own timeout plus the grace."""
-
-
-def bounded(fn: Callable[[], T], limit_s: float, *, name: str) -> T:
-    """Run ``fn`` in a helper thread and wait at most ``limit_s`` seconds for it.
-
-    librdkafka's ``send_offsets_to_transaction`` can ignore its timeout and block for good when
-    the group coordinator moves (librdkafka issues #5456 and #5511, open for the 2.16 we use).
-    A blocked call would freeze the loop while it holds its partitions; bounding it turns the
-    hang into an ambiguous outcome (a new producer epoch fences the stuck one).
-
-    Raises:
-        CallStuckError: ``fn`` had not returned after ``limit_s`` seconds (it keeps running).
-        BaseException: Whatever ``fn`` raised.
-    """
-    box: dict[str, Any] = {}
-    done = threading.Event()
-
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # re-raised in the caller's thread
-            box["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=target, name=f"kafka-call-{name}", daemon=True).start()
-    if not done.wait(limit_s):
-        raise CallStuckError(f"{name} did not return within {limit_s:g}s")
-    if "error" in box:
-        raise box["error"]
-    return box["value"]  # type: ignore[no-any-return]
 
 
 class TransactionalOutput:
@@ -380,7 +338,7 @@ class TransactionalOutput:
         ledger = self._producer._ledger
         client = self._slot.drop()
         if client is not None and self.stuck:
-            _ABANDONED.append(client)  # a call is still blocked in it: never destroy
+            ABANDONED.append(client)  # a call is still blocked in it: never destroy
         elif client is not None:
             # a fenced or broken client has nothing to give back
             with suppress(KafkaClientError), translating("close"):

@@ -230,6 +230,7 @@ def test_stuck_send_offsets_is_abandoned_and_a_new_epoch_redoes_the_work(
     """librdkafka #5456: send_offsets_to_transaction ignoring its timeout must not freeze us."""
     import threading
 
+    import sdk.producer._bounded as bounded
     import sdk.producer._transactions as calls
 
     monkeypatch.setattr(calls, "STALL_GRACE_S", 0.2)
@@ -248,7 +249,7 @@ def test_stuck_send_offsets_is_abandoned_and_a_new_epoch_redoes_the_work(
         s = proc.stats
         assert (s.stalled_calls, s.ambiguous, s.producer_recreations, s.rewinds) == (1, 1, 1, 1)
         stuck = FakeProducer.instances[0]
-        assert stuck in calls._ABANDONED  # never destroyed while a call is blocked in it
+        assert stuck in bounded.ABANDONED  # never destroyed while a call is blocked in it
         assert stuck.pending and stuck.committed == []  # not purged: a call is still inside
         assert committed_values() == [str(i).encode() for i in range(10)]
         assert any("librdkafka #5456" in e for e in s.events)
@@ -256,7 +257,7 @@ def test_stuck_send_offsets_is_abandoned_and_a_new_epoch_redoes_the_work(
         assert otel.total("kafka_semantics.safeguards", key) == 1
     finally:
         release.set()
-        calls._ABANDONED.clear()
+        bounded.ABANDONED.clear()
 
 
 def test_a_retriable_error_is_retried_for_a_while_not_just_five_quick_times(
