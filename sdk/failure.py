@@ -22,7 +22,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_expo
 from sdk._message import KafkaMessage
 from sdk.errors import ConfigurationError, HandlerError
 from sdk.profiles import FailurePolicy
-from sdk.records import OutputRecord
+from sdk.records import Output, OutputRecord
 
 __all__ = ["DLQ_HEADERS", "HandlerRunner", "dead_letter"]
 
@@ -101,7 +101,7 @@ class HandlerRunner:
         """Whether the policy retries after ``exc`` (``retry_on``; ``attempts`` > 1)."""
         return self.policy.attempts > 1 and isinstance(exc, self._retry_on)
 
-    def run(self, fn: Callable[[A], Iterable[OutputRecord] | None], arg: A) -> list[OutputRecord]:
+    def run(self, fn: Callable[[A], Iterable[Output] | None], arg: A) -> list[Output]:
         """Call ``fn(arg)`` and materialize its outputs, retrying per the policy.
 
         Raises:
@@ -116,8 +116,8 @@ class HandlerRunner:
         return self.retry(fn, arg, first)  # outside the except: no "during handling" chain
 
     def retry(
-        self, fn: Callable[[A], Iterable[OutputRecord] | None], arg: A, first: Exception
-    ) -> list[OutputRecord]:
+        self, fn: Callable[[A], Iterable[Output] | None], arg: A, first: Exception
+    ) -> list[Output]:
         """Go on after a first attempt (made by the caller's hot loop) failed with ``first``.
 
         Raises:
@@ -131,7 +131,7 @@ class HandlerRunner:
             ) from first
         attempts = 1
 
-        def once() -> list[OutputRecord]:
+        def once() -> list[Output]:
             nonlocal attempts
             attempts += 1
             return list(fn(arg) or ())

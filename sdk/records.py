@@ -9,13 +9,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, TypeVar
 
 if TYPE_CHECKING:
     from sdk._message import KafkaMessage
 
 __all__ = [
     "ConsumerRecord",
+    "Output",
     "OutputRecord",
     "TransactionStats",
     "handle_run",
@@ -221,8 +222,9 @@ class ConsumerRecord:
 class OutputRecord(NamedTuple):
     """One record a handler (Processor, Spark transform) wants produced.
 
-    An immutable named tuple: a handler builds one per output, and a tuple is the cheapest
-    immutable record Python has.
+    An immutable named tuple: a handler builds one per output. A Processor handler may return
+    a plain tuple of the first fields instead (``(topic, value)``, ``(topic, value, key)``):
+    queued the same way, and cheaper to build than a named tuple (:data:`Output`).
 
     Attributes:
         topic: Destination topic.
@@ -239,6 +241,12 @@ class OutputRecord(NamedTuple):
     key: bytes | str | object | None = None
     headers: Sequence[tuple[str, bytes | str | None]] | None = None
     partition: int | None = None
+
+
+Output: TypeAlias = "OutputRecord | tuple[str, object] | tuple[str, object, object]"
+"""One output of a Processor handler: an :class:`OutputRecord`, or a plain tuple ``(topic,
+value)`` or ``(topic, value, key)`` (the cheapest to build; a tuple of 4 or 5 fields in
+OutputRecord's order is taken too)."""
 
 
 @dataclass

@@ -33,7 +33,7 @@ from sdk.failure import HandlerRunner, dead_letter
 from sdk.observability import Telemetry
 from sdk.processor import OutputRecord, ProcessorStats
 from sdk.producer import Producer
-from sdk.records import ConsumerRecord, view
+from sdk.records import ConsumerRecord, Output, view
 from spark_integration._config import BatchJobConfig
 from spark_integration._ranges import PartitionRange, fetch_committed
 
@@ -247,7 +247,7 @@ class _RangeTask:
                 emit = self.txn.emitter()
         self._commit(commit_at, pending_in, pending_out)
 
-    def _run_transform(self, sub: list[Any]) -> list[OutputRecord]:
+    def _run_transform(self, sub: list[Any]) -> list[Output]:
         records = [view(ConsumerRecord, m) for m in sub]  # the record type of every handler
         try:
             return self.runner.run(lambda recs: self.transform(iter(recs)), records)

@@ -31,16 +31,17 @@ from sdk.consumer import ConsumerRecord, Ordering
 from sdk.errors import ConfigurationError
 from sdk.observability import Telemetry
 from sdk.partitioners import Partitioner
-from sdk.processor import OutputRecord, Processor, ProcessorStats, Progress
+from sdk.processor import Processor, ProcessorStats, Progress
 from sdk.profiles import ProcessingProfile
+from sdk.records import Output
 from sdk.serialization import Deserializer, Serializer
 
 __all__ = ["AsyncProcessor"]
 
-AsyncHandler = Callable[[ConsumerRecord], Awaitable[Iterable[OutputRecord] | None]]
+AsyncHandler = Callable[[ConsumerRecord], Awaitable[Iterable[Output] | None]]
 # the sync handler the core runs; a None the async handler returns is taken as no output
 # by the core too (it makes a list of ``outputs or ()``)
-Outputs = Callable[[ConsumerRecord], Iterable[OutputRecord]]
+Outputs = Callable[[ConsumerRecord], Iterable[Output]]
 
 
 class ProcessorOptions(TypedDict, total=False):
@@ -242,6 +243,6 @@ class AsyncProcessor:
         else:
             self._ahead.run(msgs)  # the Processor handles every polled record: no stop check
 
-    def _call(self, record: ConsumerRecord) -> Iterable[OutputRecord]:
+    def _call(self, record: ConsumerRecord) -> Iterable[Output]:
         assert self._ahead is not None  # the Processor calls it only inside run()
-        return cast("Iterable[OutputRecord]", self._ahead.call(record))
+        return cast("Iterable[Output]", self._ahead.call(record))

@@ -46,7 +46,7 @@ from sdk.errors import (
 from sdk.observability import Telemetry, TransactionOutcome, TransactionSpan
 from sdk.producer import Producer
 from sdk.profiles import Guarantee, ProcessingProfile, ProducerProfile
-from sdk.records import OutputRecord, TransactionStats
+from sdk.records import Output, TransactionStats
 from sdk.recovery import Recovery, decide
 
 __all__ = ["TransactionSession", "transactional_id_for"]
@@ -192,7 +192,7 @@ class TransactionSession:
         """
         self.output.begin()
 
-    def produce(self, out: OutputRecord) -> None:
+    def produce(self, out: Output) -> None:
         """Queue one output record through the Producer (partitioner, bounded queue wait).
 
         Raises:
@@ -201,7 +201,7 @@ class TransactionSession:
         """
         self.output.produce(out)
 
-    def emitter(self) -> Callable[[OutputRecord], None]:
+    def emitter(self) -> Callable[[Output], None]:
         """A function queuing one output on the hot path (call :meth:`serve` once per batch).
 
         Valid until the client or the transaction changes: ask again after :meth:`begin` or a

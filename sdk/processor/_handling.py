@@ -31,12 +31,11 @@ from sdk.processor._concurrent import BatchPool
 from sdk.processor._records import (
     BatchHandler,
     Handler,
-    OutputRecord,
     ProcessorStats,
     chosen_handler,
 )
 from sdk.profiles import Guarantee, ProcessingProfile
-from sdk.records import ConsumerRecord, handle_run, last_positions, view
+from sdk.records import ConsumerRecord, Output, handle_run, last_positions, view
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
@@ -218,7 +217,7 @@ class TransactionHandling:
             if isinstance(result, SerializationError):
                 ok = self._poison(result, msg)
             else:
-                outputs: list[OutputRecord] = (
+                outputs: list[Output] = (
                     self._handler_failed(result, [msg])
                     if isinstance(result, HandlerError)
                     else result  # type: ignore[assignment]  # what _compute returned
@@ -333,14 +332,14 @@ class TransactionHandling:
 
     def _retry_or_fail(
         self, handler: Handler, record: ConsumerRecord, first: Exception
-    ) -> list[OutputRecord]:
+    ) -> list[Output]:
         """The failure policy after a first attempt failed: retries, then DLQ or stop."""
         try:
             return self._runner.retry(handler, record, first)
         except HandlerError as exc:
             return self._handler_failed(exc, [record.raw])
 
-    def _handler_failed(self, exc: HandlerError, msgs: list[KafkaMessage]) -> list[OutputRecord]:
+    def _handler_failed(self, exc: HandlerError, msgs: list[KafkaMessage]) -> list[Output]:
         """Every attempt failed: the dead-letter outputs, or stop (commit/abort, then raise).
 
         Raises:
@@ -348,7 +347,9 @@ class TransactionHandling:
         """
         self.stats.handler_failures += 1
         topic = self._dead_letter_topic_or_stop(exc, "handler failed")
-        outputs = [dead_letter(m, topic, exc, attempts=exc.attempts, stage="handler") for m in msgs]
+        outputs: list[Output] = [
+            dead_letter(m, topic, exc, attempts=exc.attempts, stage="handler") for m in msgs
+        ]
         self.stats.dead_lettered += len(msgs)
         cause = type(exc.__cause__ or exc).__name__
         for m in msgs:
@@ -375,7 +376,7 @@ class TransactionHandling:
         return failure.dlq_topic
 
     def _handle_unit(
-        self, arg: A, fn: Callable[[A], Iterable[OutputRecord]], msgs: list[KafkaMessage]
+        self, arg: A, fn: Callable[[A], Iterable[Output]], msgs: list[KafkaMessage]
     ) -> bool:
         """Handle one record (or batch); return False if the transaction was rewound."""
         if self.guarantee is _EOS:
@@ -416,12 +417,12 @@ class TransactionHandling:
             m.topic(), m.partition(), m.offset(), m.key(), self._group, m.headers(), transaction=tx
         )
 
-    def _produce(self, out: OutputRecord) -> None:
+    def _produce(self, out: Output) -> None:
         """Produce one output through the session (a ``send <topic>`` span when traced)."""
         self._waiting(self._txn.produce)(out)
         self.stats.records_out += 1
 
-    def _waiting(self, emit: Callable[[OutputRecord], None]) -> Callable[[OutputRecord], None]:
+    def _waiting(self, emit: Callable[[Output], None]) -> Callable[[Output], None]:
         """``emit``, retrying an output whose serializer's registry does not answer.
 
         The output was not queued, so trying it again cannot duplicate it; the transaction
@@ -433,16 +434,16 @@ class TransactionHandling:
         if wait is None:
             return emit
 
-        def emit_waiting(out: OutputRecord) -> None:
+        def emit_waiting(out: Output) -> None:
             try:
                 emit(out)
             except SchemaRegistryUnavailableError as exc:
-                where = f"an output to {out.topic!r}"
+                where = f"an output to {out[0]!r}"
                 wait.retry(lambda: emit(out), out, exc, where=where)
 
         return emit_waiting
 
 
-def _computed(outputs: list[OutputRecord]) -> Callable[[KafkaMessage], list[OutputRecord]]:
+def _computed(outputs: list[Output]) -> Callable[[KafkaMessage], list[Output]]:
     """The "handler" of a record whose outputs a pool thread computed already."""
     return lambda _msg: outputs

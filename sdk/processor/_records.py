@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from sdk.errors import ConfigurationError
-from sdk.records import ConsumerRecord, OutputRecord, TransactionStats
+from sdk.records import ConsumerRecord, Output, OutputRecord, TransactionStats
 
 __all__ = [
     "BatchHandler",
@@ -20,7 +20,7 @@ __all__ = [
 class Handler(Protocol):
     """Transform one consumed record into output records (as a Consumer handler gets it)."""
 
-    def __call__(self, record: ConsumerRecord, /) -> Iterable[OutputRecord]:
+    def __call__(self, record: ConsumerRecord, /) -> Iterable[Output]:
         """Return the records to produce for ``record`` (may be empty)."""
         ...
 
@@ -28,7 +28,7 @@ class Handler(Protocol):
 class BatchHandler(Protocol):
     """Transform one consumed batch (a list of :class:`ConsumerRecord`) into output records."""
 
-    def __call__(self, records: list[ConsumerRecord], /) -> Iterable[OutputRecord]:
+    def __call__(self, records: list[ConsumerRecord], /) -> Iterable[Output]:
         """Return the records to produce for the whole batch (may be empty)."""
         ...
 

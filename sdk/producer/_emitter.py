@@ -6,8 +6,9 @@ and ``confluent_kafka.Producer.produce``.
 The contract (``tests/sdk/producer/test_emitter.py`` checks it): :attr:`Emitter.emit`, called
 with one output ``out``,
 
-- when ``type(out) is cls`` (the :class:`~sdk.records.OutputRecord` class, no subclass),
-  its headers and partition are None and its topic is in ``known``: ``str`` value and key are
+- when ``type(out) is cls`` (the :class:`~sdk.records.OutputRecord` class, no subclass)
+  with headers and partition None, or ``out`` is a plain ``tuple`` ``(topic, value)`` or
+  ``(topic, value, key)``, and its topic is in ``known``: ``str`` value and key are
   UTF-8 encoded and ``produce(topic, value, key)`` is called (``produce(topic, value, key,
   -1, callback)`` unless ``callback`` is None: ``produce`` is
   :func:`sdk._client.positional_produce`'s, -1 the partitioner), then the emitter's own
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from sdk._client import DeliveryCallback
     from sdk.observability import TransactionSpan
-    from sdk.records import OutputRecord
+    from sdk.records import Output, OutputRecord
 
 __all__ = ["Emitter"]
 
@@ -50,37 +51,48 @@ class Emitter:
         cls: type[OutputRecord],
         produce: Callable[..., None],
         known: set[str],
-        enqueue: Callable[[OutputRecord, TransactionSpan | None], None],
+        enqueue: Callable[[Output, TransactionSpan | None], None],
         span: TransactionSpan | None,
         callback: DeliveryCallback | None,
     ) -> None:
         emitted = 0
 
-        def emit(out: OutputRecord) -> None:
+        def emit(out: Output) -> None:
             nonlocal emitted
-            if type(out) is cls:
-                topic, value, key, headers, partition = out
-                if headers is None and partition is None and topic in known:
-                    if type(value) is str:
-                        value = value.encode()
-                    if type(key) is str:
-                        key = key.encode()
-                    try:
-                        if callback is None:
-                            produce(topic, value, key)
-                        else:
-                            produce(topic, value, key, -1, callback)
-                    except Exception:  # full queue, refusal: the general path waits/translates
-                        pass
+            kind = type(out)
+            fields: tuple[object, ...] = out  # typed as any tuple: the kind says which
+            if kind is cls:
+                topic, value, key, headers, partition = fields
+            elif kind is tuple and len(fields) == 3:  # a plain (topic, value, key)
+                topic, value, key = fields
+                headers = partition = None
+            elif kind is tuple and len(fields) == 2:
+                topic, value = fields
+                key = headers = partition = None
+            else:
+                enqueue(out, span)
+                return
+            if headers is None and partition is None and topic in known:
+                if type(value) is str:
+                    value = value.encode()
+                if type(key) is str:
+                    key = key.encode()
+                try:
+                    if callback is None:
+                        produce(topic, value, key)
                     else:
-                        emitted += 1
-                        return
+                        produce(topic, value, key, -1, callback)
+                except Exception:  # full queue, refusal: the general path waits/translates
+                    pass
+                else:
+                    emitted += 1
+                    return
             enqueue(out, span)
 
         def count() -> int:
             return emitted
 
-        self.emit: Callable[[OutputRecord], None] = emit
+        self.emit: Callable[[Output], None] = emit
         """Queue one output (see the module docstring)."""
         self._count = count
 

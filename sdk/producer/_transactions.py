@@ -44,7 +44,7 @@ from sdk.observability import Telemetry, TransactionOutcome, TransactionSpan
 from sdk.producer._bounded import ABANDONED, STALL_GRACE_S, CallStuckError, bounded
 from sdk.producer._emitter import Emitter
 from sdk.producer._records import ProducerRecord
-from sdk.records import OutputRecord, TransactionStats
+from sdk.records import Output, OutputRecord, TransactionStats
 
 if TYPE_CHECKING:
     from sdk.producer._producer import Producer
@@ -358,26 +358,33 @@ class TransactionalOutput:
             span.end(outcome, error=cause)
 
     # ------------------------------------------------------------------ outputs
-    def produce(self, out: OutputRecord) -> None:
-        """Queue a handler's :class:`OutputRecord` without a handle (failures: flush).
+    def produce(self, out: Output) -> None:
+        """Queue a handler's output without a handle (failures: flush).
+
+        ``out`` is an :class:`OutputRecord` or a plain tuple of its first fields (``(topic,
+        value)``, ``(topic, value, key)``, up to all five).
 
         It goes through the Producer's record path (serializers, partitioner, bounded wait on a
         full queue) and counts on the transaction's span.
 
         Raises:
-            TypeError: ``out`` is not an :class:`OutputRecord` (a handler's mistake).
+            TypeError: ``out`` is neither an :class:`OutputRecord` nor a tuple of 2 to 5 of
+                its fields (a handler's mistake).
             KafkaClientError: The producer refused it (TransactionAbortableError inside a
                 transaction unless fenced or fatal); the record is on ``.record``.
         """
         self._enqueue(out, self.span)
 
-    def _enqueue(self, out: OutputRecord, span: TransactionSpan | None) -> None:
+    def _enqueue(self, out: Output, span: TransactionSpan | None) -> None:
         """:meth:`produce`, counting on ``span``: the general path of the emitter too."""
         if not isinstance(out, OutputRecord):
-            raise TypeError(
-                "a handler must return OutputRecord(topic, value, key=None, headers=None, "
-                f"partition=None) objects, got {type(out).__name__}: {out!r:.200}"
-            )
+            if type(out) is not tuple or not 2 <= len(out) <= 5 or type(out[0]) is not str:
+                raise TypeError(
+                    "a handler must return OutputRecord(topic, value, key=None, headers=None, "
+                    "partition=None) objects or plain tuples (topic, value[, key]), got "
+                    f"{type(out).__name__}: {out!r:.200}"
+                )
+            out = OutputRecord(*out)
         value, key = out.value, out.key
         # confluent-kafka sends a str UTF-8 encoded; the bytes serializer takes bytes (any
         # other serializer gets the handler's object as it is)
@@ -401,7 +408,7 @@ class TransactionalOutput:
         with translating(f"send to {out.topic!r}", abortable=True):
             client.poll(0)
 
-    def emitter(self) -> Callable[[OutputRecord], None]:
+    def emitter(self) -> Callable[[Output], None]:
         """A function that queues one handler output: the Processor's hot path.
 
         An output with nothing to do (bytes or str, no headers, no partition, librdkafka places

@@ -79,6 +79,29 @@ def test_copy_exactly_once(kafka_cluster: Any, make_topic: Any, make_group: Any)
     assert proc.stats.commits >= 2
 
 
+def test_copy_exactly_once_with_plain_tuple_outputs(
+    kafka_cluster: Any, make_topic: Any, make_group: Any
+) -> None:
+    """A handler may return plain tuples: ``(topic, value, key)`` takes the fast path, a tuple
+    with headers the general one; both in the same transactions, each record once."""
+    bs = kafka_cluster.bootstrap_servers
+    src, dst, group = make_topic(4), make_topic(4), make_group()
+    n = 2000
+    seed(bs, src, n)
+
+    def as_tuples(r: Any) -> list[tuple[Any, ...]]:
+        if int(r.value) % 10 == 0:
+            return [(dst, r.value, r.key, [("every", b"10th")])]
+        return [(dst, r.value, r.key)]
+
+    proc = Processor(eos_profile(bs, group), [src], instance_id="tuples")
+    box = run_until(proc, as_tuples, lambda: committed_total(bs, group, src, 4) >= n)
+    assert "error" not in box, box
+    v = verify(bs, dst, 4, n)
+    assert (v.count, v.duplicates, v.missing, v.order_violations) == (n, 0, 0, 0)
+    assert proc.stats.records_out == n
+
+
 def test_abortable_error_aborts_rewinds_and_continues(
     kafka_cluster: Any, make_topic: Any, make_group: Any
 ) -> None:

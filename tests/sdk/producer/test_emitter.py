@@ -171,6 +171,48 @@ def test_nothing_is_kept_after_an_output(make: Any) -> None:
 
 
 def test_the_general_path_refuses_what_is_not_an_output_record_and_says_what_it_got() -> None:
+    """Since plain tuples are outputs too, what is refused is what is neither an OutputRecord
+    nor a tuple of 2 to 5 of its fields starting with a topic name."""
     producer = Producer(ProducerProfile(guarantee="at_least_once", bootstrap_servers="x:1"))
-    with pytest.raises(TypeError, match=r"must return OutputRecord\(topic, value.*got tuple"):
-        producer._output.produce(("out", b"v"))  # type: ignore[arg-type]
+    for bad, kind in [
+        (["out", b"v"], "list"),
+        (("out",), "tuple"),
+        (("out", b"v", b"k", None, None, "extra"), "tuple"),
+        ((b"out", b"v"), "tuple"),  # the topic first, as a str
+        ({"topic": "out"}, "dict"),
+    ]:
+        with pytest.raises(TypeError, match=rf"must return OutputRecord\(topic, value.*got {kind}"):
+            producer._output.produce(bad)  # type: ignore[arg-type]
+
+
+def test_a_plain_tuple_of_topic_value_and_key_takes_the_same_fast_path(make: Any) -> None:
+    """A handler may return ``(topic, value, key)`` or ``(topic, value)``: cheaper to build
+    than an OutputRecord, queued the same way."""
+    calls = _Calls()
+    emit = _emit(make, calls)
+    emit(("out", b"v", b"k"))
+    emit(("out", "välue", "kéy"))
+    emit(("out", b"v"))
+    assert calls.produced == [
+        (("out", b"v", b"k"), {}),
+        (("out", "välue".encode(), "kéy".encode()), {}),
+        (("out", b"v", None), {}),
+    ]
+    assert emit.emitted == 3 and calls.enqueued == []
+
+
+def test_other_tuples_and_unknown_topics_take_the_general_path(make: Any) -> None:
+    """Headers or a partition (a 4- or 5-tuple), a topic not seen yet, anything else: enqueue
+    (which makes the OutputRecord, or refuses with a TypeError)."""
+    calls = _Calls()
+    emit = _emit(make, calls)
+    four = ("out", b"v", b"k", [("h", b"1")])
+    emit(four)
+    emit(("new-topic", b"v", b"k"))
+    emit(["out", b"v", b"k"])  # a list is not a record: the general path says so
+    assert [out for out, _ in calls.enqueued] == [
+        four,
+        ("new-topic", b"v", b"k"),
+        ["out", b"v", b"k"],
+    ]
+    assert calls.produced == [] and emit.emitted == 0
