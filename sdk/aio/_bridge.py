@@ -226,8 +226,8 @@ class HandlersAhead:
         A record that ``prepare`` made None is skipped (the core handles it); without
         ``prepare`` each record is a view made just before its handler. The leading
         successes (no record skipped before them) run in a loop that does nothing else per
-        record but a stop check, the handler's await and, without ``finish``, keeping its
-        value; with ``finish`` they are only counted (``finished``). The records after a
+        record but a stop check, the handler's await and keeping its value; with ``finish``
+        they are only counted (``finished``), their values dropped. The records after a
         skipped one keep an outcome tuple each.
         """
         messages, prepared = batch
@@ -238,25 +238,15 @@ class HandlersAhead:
         i = ran = lead = 0
         leading = True
         try:
-            if self._finish:
-                while i < n:
-                    if stopped():
-                        break
-                    record = view(ConsumerRecord, messages[i]) if prepared is None else prepared[i]
-                    if record is None:
-                        break
-                    await handler(record)
-                    i += 1
-            else:
-                keep = values.append
-                while i < n:
-                    if stopped():
-                        break
-                    record = view(ConsumerRecord, messages[i]) if prepared is None else prepared[i]
-                    if record is None:
-                        break
-                    keep(await handler(record))
-                    i += 1
+            keep = values.append  # with finish the values are dropped (one append each)
+            while i < n:
+                if stopped():
+                    break
+                record = view(ConsumerRecord, messages[i]) if prepared is None else prepared[i]
+                if record is None:
+                    break
+                keep(await handler(record))
+                i += 1
             lead = ran = i
             leading = False
             while i < n:
@@ -274,4 +264,6 @@ class HandlersAhead:
         except Exception as exc:
             rest.append((messages[i], _FAILED, exc))
             ran, lead = i + 1, i if leading else lead
-        return ran, (lead if self._finish else 0), values, rest
+        if self._finish:
+            return ran, lead, [], rest
+        return ran, 0, values, rest
