@@ -102,8 +102,9 @@ TARGETS: list[tuple[str, str, str, Target]] = [
     ("asyncio producer", "SDK AsyncProducer at_least_once", _AIO_RAW, 0.9),
     ("asyncio producer", "SDK AsyncProducer at_least_once", "aiokafka 0.14 (alo settings)", 1.0),
     ("asyncio producer", "SDK AsyncProducer at_least_once", "SDK Producer at_least_once", None),
-    ("read-process-write", "SDK AsyncProcessor exactly_once", "SDK Processor exactly_once", None),
-    ("consumer", "SDK AsyncConsumer at_least_once run", "SDK at_least_once run", None),
+    # #47: each asyncio twin at 0.9 of its sync twin, at 100 B and 1 KB
+    ("read-process-write", "SDK AsyncProcessor exactly_once", "SDK Processor exactly_once", 0.9),
+    ("consumer", "SDK AsyncConsumer at_least_once run", "SDK at_least_once run", 0.9),
     ("sink", _sink.SINK, _sink.HAND_WRITTEN, 0.9),
     ("sink", _sink.SINK, _sink.AT_LEAST_ONCE, None),
     *[
