@@ -155,6 +155,7 @@ class Processor:
         # sdk.aio: called with each polled batch right before its records are handled (after
         # the at-most-once commit), to run the batch's async handlers in one loop crossing
         self._before_handle: Callable[[list[KafkaMessage]], object] | None = None
+        self._poll_limit = profile.consumer.batch_size  # sdk.aio takes smaller polls
         self._progress = ProgressTracker(on_progress, lambda: self.stats.records_in)
         self.transactional_id = transactional_id_for(profile, transactional_id, instance_id)
         # every output goes through the SDK Producer: the profile's partitioner places keys
@@ -423,7 +424,7 @@ class Processor:
         assert client is not None  # the run's client
         commits = self._commits
         wait_s = commits.wait_s(self._poll_timeout)
-        records = self._engine.source.poll(client, self.profile.consumer.batch_size, wait_s)
+        records = self._engine.source.poll(client, self._poll_limit, wait_s)
         if records:
             records = commits.admit(client, records)
             if not records:
