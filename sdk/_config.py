@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Protocol, TypeAlias
 
-__all__ = ["ClientConfig", "ConfigMapping", "ConfigValue", "LogSink"]
+__all__ = ["ClientConfig", "ConfigMapping", "ConfigValue", "LogSink", "config_int"]
 
 
 class LogSink(Protocol):
@@ -30,3 +30,15 @@ ClientConfig: TypeAlias = "dict[str, ConfigValue]"
 
 ConfigMapping: TypeAlias = "Mapping[str, ConfigValue]"
 """A config that is only read (a profile's rendered dict is one too)."""
+
+
+def config_int(config: ConfigMapping, key: str, default: int) -> int:
+    """The number set for ``key`` (``"5000"`` or ``5000``: librdkafka takes both), else ``default``.
+
+    Raises:
+        TypeError: ``key`` is set to a callback or a logger, not a number.
+    """
+    value = config.get(key, default)
+    if not isinstance(value, str | int | float):  # int() raises this for a callable too
+        raise TypeError(f"{key} is not a number: {value!r}")
+    return int(value)

@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from sdk._config import ConfigMapping
+from sdk._config import ConfigMapping, config_int
 from sdk.errors import BrokerUnreachableError
 
 __all__ = ["DEFAULT_CONNECT_TIMEOUT_MS", "BrokerContact", "is_connection_error"]
@@ -72,10 +72,10 @@ class BrokerContact:
 
     def __init__(self, config: ConfigMapping, clock: Callable[[], float] = time.monotonic) -> None:
         self.bootstrap_servers = str(config.get("bootstrap.servers", ""))
-        setup_ms = config.get("socket.connection.setup.timeout.ms", DEFAULT_CONNECT_TIMEOUT_MS)
-        if not isinstance(setup_ms, str | int | float):  # int() raised this for a callable too
-            raise TypeError(f"socket.connection.setup.timeout.ms is not a number: {setup_ms!r}")
-        self.timeout_s = int(setup_ms) / 1000.0
+        setup_ms = config_int(
+            config, "socket.connection.setup.timeout.ms", DEFAULT_CONNECT_TIMEOUT_MS
+        )
+        self.timeout_s = setup_ms / 1000.0
         self._clock = clock
         self.started = clock()
         self.reached = False

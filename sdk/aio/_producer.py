@@ -36,6 +36,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any, TypeVar, TypeVarTuple
 
+from sdk._config import config_int
 from sdk._deprecation import renamed, renamed_default
 from sdk.aio._futures import FutureHandle, LoopProducer, resolve
 from sdk.errors import (
@@ -92,8 +93,7 @@ class AsyncProducer:
         self._sync = LoopProducer(profile, on_delivery=self._observed_delivered, **options)
         self._sync.from_thread = self._from_thread
         self._slot = self._sync._slot  # the sync Producer's client and its lifecycle
-        queued = self._sync.config.get("queue.buffering.max.messages", 100_000)
-        self._max_queued = int(queued) if isinstance(queued, int | float | str) else 100_000
+        self._max_queued = config_int(self._sync.config, "queue.buffering.max.messages", 100_000)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._observed: dict[DeliveryHandle, asyncio.Future[RecordMetadata]] = {}
         self._crossing: collections.deque[DeliveryHandle] = collections.deque()

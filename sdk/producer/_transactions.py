@@ -30,6 +30,7 @@ from sdk._client import (
     timeout_error,
     translating,
 )
+from sdk._config import config_int
 from sdk.errors import (
     ConfigurationError,
     DeliveryError,
@@ -100,9 +101,8 @@ class TransactionalOutput:
         self.timeout_s = profile.transaction_call_timeout_ms / 1000.0
         # step 2 (flush) waits as long as a record may live: librdkafka resolves every queued
         # record (delivered or failed) within message.timeout.ms, capped at the transaction timeout
-        life_ms = config.get("message.timeout.ms", 0)
-        life_ms = life_ms if isinstance(life_ms, int | float | str) else 0
-        self.flush_timeout_s = int(life_ms) / 1000.0 or self.timeout_s
+        life_ms = config_int(config, "message.timeout.ms", 0)
+        self.flush_timeout_s = life_ms / 1000.0 or self.timeout_s
         self.open = False
         self.opened_at = 0.0
         self.span: TransactionSpan | None = None
