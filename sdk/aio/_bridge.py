@@ -13,7 +13,7 @@ import asyncio
 import collections
 import concurrent.futures
 import contextlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from sdk._client import KafkaMessage
@@ -134,12 +134,12 @@ class HandlersAhead:
         bridge: The client's :class:`LoopBridge`.
         handler: The user's async handler.
         loop: The running loop.
-        prepare: The batch's messages → the records the handler gets, one per message
-            (None: the core skips it, e.g. a poison pill it dead-letters itself), called in
-            the worker (it may wait, e.g. for a schema registry), never on the loop. None:
-            bytes in, each record a view made on the loop just before its handler (so it
-            lives only as long as the handler keeps it: a batch of records made ahead
-            outlives the garbage collector's youngest generation and makes it work).
+        prepare: Message → the record the handler gets (None: the core skips it, e.g. a
+            poison pill it dead-letters itself), called in the worker for the whole batch
+            (it may wait, e.g. for a schema registry), never on the loop. None: bytes in,
+            each record a view made on the loop just before its handler (so it lives only
+            as long as the handler keeps it: a batch of records made ahead outlives the
+            garbage collector's youngest generation and makes it work).
         stopped: The core's stop flag.
         finish: The core takes the batch's first records whose handler succeeded as finished
             without calling :meth:`call` for them (:attr:`finished` says how many): a core
@@ -156,7 +156,7 @@ class HandlersAhead:
         bridge: LoopBridge,
         handler: Callable[[ConsumerRecord], Awaitable[object]],
         loop: asyncio.AbstractEventLoop,
-        prepare: Callable[[list[KafkaMessage]], Sequence[ConsumerRecord | None]] | None,
+        prepare: Callable[[KafkaMessage], ConsumerRecord | None] | None,
         stopped: Callable[[], bool],
         *,
         finish: bool = False,
@@ -186,7 +186,7 @@ class HandlersAhead:
         if not messages:
             return 0
         prepare = self._prepare
-        records = None if prepare is None else prepare(messages)
+        records = None if prepare is None else [prepare(message) for message in messages]
         ran, self.finished, values, rest = self._batch((messages, records))
         self._messages, self._values = messages, values
         self._ahead.extend(rest)
@@ -219,7 +219,7 @@ class HandlersAhead:
         return self._per_record(record)
 
     async def _on_loop(
-        self, batch: tuple[list[KafkaMessage], Sequence[ConsumerRecord | None] | None]
+        self, batch: tuple[list[KafkaMessage], list[ConsumerRecord | None] | None]
     ) -> tuple[int, int, list[object], list[tuple[KafkaMessage, int, object]]]:
         """The batch's handlers in order: (ran, finished, leading values, other outcomes).
 

@@ -205,9 +205,7 @@ class AsyncConsumer:
             asyncio.get_running_loop(),
             # the record the core would hand over (bytes in: the core's own view); a poison
             # pill (None) is the core's to handle
-            prepare=(
-                None if decoder.raw else lambda messages: [decoder.try_decode(m) for m in messages]
-            ),
+            prepare=None if decoder.raw else decoder.try_decode,
             stopped=sync._loop.stopped,
             finish=True,  # run() ignores what a handler returns: the successes are finished
         )

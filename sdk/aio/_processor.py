@@ -216,11 +216,7 @@ class AsyncProcessor:
                 loop,
                 # the record the core will hand over: decoded when the Processor has
                 # deserializers (a poison pill, None, is the core's to handle)
-                prepare=(
-                    None
-                    if decoder is None
-                    else lambda messages: [decoder.try_decode(m) for m in messages]
-                ),
+                prepare=None if decoder is None else decoder.try_decode,
                 stopped=self._sync._engine.stopped,
             )
             call = self._call

@@ -48,8 +48,8 @@ def _ahead(
             raise ValueError(f"record {fail_at} fails")
         return [record.value]
 
-    def prepare(messages: list[FakeMessage]) -> list[ConsumerRecord | None]:
-        return [None if m.offset() == poison_at else view(ConsumerRecord, m) for m in messages]
+    def prepare(message: FakeMessage) -> ConsumerRecord | None:
+        return None if message.offset() == poison_at else view(ConsumerRecord, message)
 
     bridge = LoopBridge(concurrent.futures.ThreadPoolExecutor(1), lambda: None)
     return HandlersAhead(
