@@ -9,6 +9,9 @@ assigned without an offset is not fetched until librdkafka has read its committe
 the coordinator, which it retries on its own for as long as it takes. Nothing of the
 partition is returned in the meantime, so nothing is handled from a wrong position.
 
+A front end whose position lives elsewhere (the database sink: in the database) reassigns
+with the offsets it wants instead (``at_offsets=True``).
+
 Which call reassigns depends on the group's rebalance protocol: the cooperative protocol (and
 KIP-848's) takes ``incremental_unassign``/``incremental_assign``; the eager one refuses those
 with ``_STATE`` and takes only ``assign()`` of the whole assignment.
@@ -24,7 +27,9 @@ from sdk.errors import KafkaClientError
 __all__ = ["reassign"]
 
 
-def reassign(consumer: ConsumerClient, partitions: list[TopicPartition]) -> None:
+def reassign(
+    consumer: ConsumerClient, partitions: list[TopicPartition], *, at_offsets: bool = False
+) -> None:
     """Put ``partitions`` back at their committed offsets by assigning them again.
 
     Under the eager protocol the whole assignment is replaced; the other partitions keep
@@ -32,31 +37,38 @@ def reassign(consumer: ConsumerClient, partitions: list[TopicPartition]) -> None
 
     Args:
         consumer: A subscribed consumer that holds ``partitions``.
-        partitions: The partitions to reset (their offsets are ignored).
+        partitions: The partitions to reset (their offsets are ignored unless
+            ``at_offsets``).
+        at_offsets: Assign each partition at its given offset rather than the committed one.
 
     Raises:
         KafkaClientError: The client refused the assignment for another reason than the
             rebalance protocol.
     """
-    wanted = {(tp.topic, tp.partition) for tp in partitions}
+    # (topic, partition) -> the offset to assign at (None: the committed one)
+    wanted = {(tp.topic, tp.partition): tp.offset if at_offsets else None for tp in partitions}
     if not wanted:
         return
-    fresh = [TopicPartition(t, p) for t, p in sorted(wanted)]
+
+    def fresh(topic: str, partition: int) -> TopicPartition:
+        offset = wanted[(topic, partition)]
+        if offset is None:
+            return TopicPartition(topic, partition)
+        return TopicPartition(topic, partition, offset)
+
     try:
         with translating("reassign: incremental_unassign"):
-            consumer.incremental_unassign(fresh)
+            consumer.incremental_unassign([TopicPartition(t, p) for t, p in sorted(wanted)])
     except KafkaClientError as exc:
         if exc.code != KafkaError._STATE:
             raise
     else:
         with translating("reassign: incremental_assign"):
-            consumer.incremental_assign(fresh)
+            consumer.incremental_assign([fresh(t, p) for t, p in sorted(wanted)])
         return
     # The eager protocol: assign() replaces the whole assignment in one call.
     held = consumer.assignment()
-    reset = [
-        TopicPartition(tp.topic, tp.partition) for tp in held if (tp.topic, tp.partition) in wanted
-    ]
+    reset = [fresh(tp.topic, tp.partition) for tp in held if (tp.topic, tp.partition) in wanted]
     others = [tp for tp in held if (tp.topic, tp.partition) not in wanted]
     kept = consumer.position(others) if others else []
     with translating("reassign: assign"):

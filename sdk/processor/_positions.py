@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, TopicPartition
 
 from sdk._assignment import reassign
 from sdk._client import ConsumerClient, call_kafka, translating
@@ -72,6 +72,7 @@ def rewind_to_committed(
         stats.rewinds += 1
         return
     fallback = OFFSET_END if latest else OFFSET_BEGINNING
+    refused: list[TopicPartition] = []
     for tp in committed:
         if tp.offset < 0:
             tp.offset = fallback
@@ -80,5 +81,7 @@ def rewind_to_committed(
                 consumer.seek(tp)
         except KafkaClientError as exc:  # not yet fetching: re-assigning sets the position
             stats.note(f"seek {tp.topic}[{tp.partition}] failed ({exc}); reassigning")
-            reassign(consumer, [tp])
+            refused.append(tp)
+    if refused:  # in one call: under the eager protocol each call replaces the assignment
+        reassign(consumer, refused)
     stats.rewinds += 1

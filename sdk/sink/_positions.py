@@ -9,6 +9,7 @@ from typing import Any
 
 from confluent_kafka import TopicPartition
 
+from sdk._assignment import reassign
 from sdk._client import ConsumerClient, KafkaMessage, call_kafka, translating
 from sdk.errors import KafkaClientError
 from sdk.sink._database import Position
@@ -187,13 +188,20 @@ class Holdings:
             for found in committed:
                 if found.offset >= 0:
                     targets[(found.topic, found.partition)] = found.offset
+        refused: list[TopicPartition] = []
         for (topic, partition), offset in targets.items():
             target = TopicPartition(topic, partition, offset)
             try:
                 with translating(f"seek {topic}[{partition}]"):
                     client.seek(target)
             except KafkaClientError:  # not fetching yet: assigning again sets the position
-                with suppress(Exception):
-                    client.incremental_unassign([target])
-                    client.incremental_assign([target])
+                refused.append(target)
             self.stats.rewinds += 1
+        if refused:
+            # in one call: under the eager protocol each call replaces the whole assignment,
+            # and a partition just assigned has no position yet for the next call to keep
+            try:
+                reassign(client, refused, at_offsets=True)
+            except KafkaClientError as exc:  # no longer held: the next owner starts there
+                self.stats.note(str(exc))
+                _log.warning("rewind by assigning again: %s", exc)

@@ -5,6 +5,10 @@ rewind's ``committed()`` timed out past its retries and the processor exited wit
 ``KafkaTimeoutError``. The rewind now assigns the partitions again when ``committed()`` keeps
 timing out (librdkafka then reads the committed offsets itself), which the eager protocol
 only takes as ``assign()`` of the whole assignment.
+
+The database sink's rewind goes to the database's position, not Kafka's: when its ``seek()``
+is refused it reassigns at that offset (``at_offsets=True``); before, its fallback called the
+incremental calls inside ``suppress(Exception)``, which under the eager protocol did nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from sdk._assignment import reassign
 from sdk.errors import KafkaClientError
 from sdk.processor._positions import rewind_to_committed
 from sdk.processor._records import ProcessorStats
+from sdk.sink._positions import Holdings
+from sdk.sink._records import SinkStats
 
 pytestmark = [pytest.mark.broker]
 
@@ -37,6 +43,21 @@ class _CommittedTimesOut:
     def committed(self, partitions: list[TopicPartition], timeout: float = -1) -> Any:
         self.asked += 1
         raise KafkaException(KafkaError(self._code, "Failed to get committed offsets"))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._consumer, name)
+
+
+class _SeekRefused:
+    """A real consumer whose ``seek()`` is refused, as for a partition not fetching yet."""
+
+    def __init__(self, consumer: Consumer) -> None:
+        self._consumer = consumer
+        self.refused = 0
+
+    def seek(self, partition: TopicPartition) -> None:
+        self.refused += 1
+        raise KafkaException(KafkaError(KafkaError._STATE, "Partition not fetching"))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._consumer, name)
@@ -147,3 +168,29 @@ def test_a_rewind_refused_for_good_still_raises(
         with pytest.raises(KafkaClientError, match="committed"):
             rewind_to_committed(refused, latest=False, stats=stats, timeout_s=0.5)  # type: ignore[arg-type]
         assert stats.rewinds == 0
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_reassign_at_offsets_starts_each_partition_at_its_given_offset(
+    read_past_committed: Callable[[str], Iterator[tuple[Consumer, str]]], strategy: str
+) -> None:
+    for consumer, topic in read_past_committed(strategy):
+        reassign(
+            consumer, [TopicPartition(topic, 0, 3), TopicPartition(topic, 1, 9)], at_offsets=True
+        )
+        assert sorted(tp.partition for tp in consumer.assignment()) == [0, 1]
+        assert _first_offsets(consumer, 2) == {0: 3, 1: 9}  # not the committed 5 and 7
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_sink_rewind_whose_seek_is_refused_reassigns_at_the_database_position(
+    read_past_committed: Callable[[str], Iterator[tuple[Consumer, str]]], strategy: str
+) -> None:
+    for consumer, topic in read_past_committed(strategy):
+        holdings = Holdings(eos=True, stats=SinkStats(), advice_every_s=5.0)
+        holdings.positions = {(topic, 0): 2, (topic, 1): 11}  # the database's, not Kafka's
+        refused = _SeekRefused(consumer)
+        holdings.rewind(refused, [(topic, 0), (topic, 1)])  # type: ignore[arg-type]
+        assert refused.refused == 2
+        assert holdings.stats.rewinds == 2
+        assert _first_offsets(consumer, 2) == {0: 2, 1: 11}
