@@ -110,6 +110,44 @@ def handle_run(
     return i, produced, None, None
 
 
+def emit_run(
+    values: Sequence[Any],
+    i: int,
+    stop: int,
+    emit: Callable[[Any], None],
+    due_at: float,
+    clock: Callable[[], float],
+) -> tuple[int, int, BaseException | None]:
+    """:func:`handle_run` for records whose handler ran already: emit their outputs.
+
+    ``values[i]`` is what record ``i``'s handler returned: a list of outputs or None (none).
+    It emits ``values[i:stop]`` in order, stopping after each record once ``clock()`` reached
+    ``due_at`` (the first is always emitted); no view and no handler call per record. It
+    returns ``(i, produced, error)``: ``i`` the first record not emitted, ``error`` what
+    ``emit`` or the clock raised (some of ``values[i]``'s outputs may be emitted).
+    """
+    produced = 0
+    while i < stop:
+        outputs = values[i]
+        if outputs is not None:
+            try:
+                for out in outputs:
+                    emit(out)
+                    produced += 1
+            except BaseException as exc:
+                return i, produced, exc
+        i += 1
+        if i >= stop:
+            break
+        try:
+            late = clock() >= due_at
+        except BaseException as exc:
+            return i, produced, exc
+        if late:
+            break
+    return i, produced, None
+
+
 class ConsumerRecord:
     """One consumed record, as every handler gets it (Consumer and Processor alike).
 

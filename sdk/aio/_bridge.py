@@ -141,6 +141,10 @@ class HandlersAhead:
             as long as the handler keeps it: a batch of records made ahead outlives the
             garbage collector's youngest generation and makes it work).
         stopped: The core's stop flag.
+        lists: The leading values are each a list or None (the Processor's outputs): the
+            first record whose handler returns anything else ends the lead (its value goes
+            to :meth:`call`, as the values after it), so that :meth:`take_leading` hands
+            the core values it can emit as they are.
         finish: The core takes the batch's first records whose handler succeeded as finished
             without calling :meth:`call` for them (:attr:`finished` says how many): a core
             that needs nothing of a successful handler but that it succeeded (the Consumer)
@@ -160,6 +164,7 @@ class HandlersAhead:
         stopped: Callable[[], bool],
         *,
         finish: bool = False,
+        lists: bool = False,
     ) -> None:
         self._per_record = bridge.sync_handler(handler, loop)
         self._batch = bridge.sync_handler(self._on_loop, loop)
@@ -167,6 +172,7 @@ class HandlersAhead:
         self._prepare = prepare
         self._stopped = stopped
         self._finish = finish
+        self._lists = lists
         self.finished = 0
         # the outcomes of one batch: the leading successes' values (aligned with the
         # batch's first messages: no tuple per record), then the others in order
@@ -191,6 +197,16 @@ class HandlersAhead:
         self._messages, self._values = messages, values
         self._ahead.extend(rest)
         return ran
+
+    def take_leading(self) -> list[object]:
+        """The values of the batch's leading successes, for a core that uses them itself.
+
+        In order from the batch's first message; :meth:`call` then goes on after them. Only
+        for a core that walks the batch from its first message and takes every value.
+        """
+        values = self._values
+        self._next = len(values)
+        return values
 
     def skip(self) -> None:
         """No outcomes ahead for the next batch: each record crosses on its own."""
@@ -237,6 +253,7 @@ class HandlersAhead:
         rest: list[tuple[KafkaMessage, int, object]] = []
         i = ran = lead = 0
         leading = True
+        lists = self._lists
         try:
             keep = values.append  # with finish the values are dropped (one append each)
             while i < n:
@@ -245,10 +262,18 @@ class HandlersAhead:
                 record = view(ConsumerRecord, messages[i]) if prepared is None else prepared[i]
                 if record is None:
                     break
-                keep(await handler(record))
+                value = await handler(record)
+                if lists and value is not None and type(value) is not list:
+                    rest.append((messages[i], _OK, value))  # the core makes it a list
+                    lead, leading = i, False
+                    i += 1
+                    ran = i
+                    break
+                keep(value)
                 i += 1
-            lead = ran = i
-            leading = False
+            if leading:
+                lead = ran = i
+                leading = False
             while i < n:
                 record = view(ConsumerRecord, messages[i]) if prepared is None else prepared[i]
                 if record is not None:

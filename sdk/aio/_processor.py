@@ -206,6 +206,7 @@ class AsyncProcessor:
             # each handler thread of the sync run waits for its coroutine on the loop; no
             # batch run ahead (the pool runs the batch's handlers, at the same time)
             self._sync._before_handle = None
+            self._sync._handling.precomputed = None
             self._sync._poll_limit = self._sync.profile.consumer.batch_size
             call: Outputs = cast(Outputs, self._bridge.sync_handler(handler, loop))
         else:
@@ -218,7 +219,11 @@ class AsyncProcessor:
                 # deserializers (a poison pill, None, is the core's to handle)
                 prepare=None if decoder is None else decoder.try_decode,
                 stopped=self._sync._engine.stopped,
+                lists=True,  # outputs the core's hot loop can emit as they are
             )
+            # the core's hot loop emits the leading outputs itself (no view, no call per
+            # record); what follows them comes through call()
+            self._sync._handling.precomputed = self._ahead.take_leading
             call = self._call
         # SIGTERM is the bridge's (on the loop); the core runs in a worker thread
         loop_of_core = functools.partial(
@@ -233,6 +238,7 @@ class AsyncProcessor:
         try:
             return await self._bridge.run(loop_of_core, handle_sigterm=handle_sigterm)
         finally:
+            self._sync._handling.precomputed = None
             self._worker.shutdown(wait=False)
             self._finished.set()
 

@@ -9,7 +9,7 @@ tracing: the handler's first attempt inline, no per-record span or poll.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
@@ -35,7 +35,7 @@ from sdk.processor._records import (
     chosen_handler,
 )
 from sdk.profiles import Guarantee, ProcessingProfile
-from sdk.records import ConsumerRecord, Output, handle_run, last_positions, view
+from sdk.records import ConsumerRecord, Output, emit_run, handle_run, last_positions, view
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
@@ -92,6 +92,9 @@ class TransactionHandling:
         self._batch_handler = batch_handler
         self._pool: BatchPool | None = None
         self._outputs_wait = outputs_wait
+        # sdk.aio: the outputs of the batch's first records, whose handlers ran already
+        # (taken once per batch by the hot loop, which then only emits them)
+        self.precomputed: Callable[[], Sequence[object]] | None = None
 
     @contextmanager
     def concurrently(
@@ -275,6 +278,8 @@ class TransactionHandling:
         interval_s = self.profile.commit_interval_ms / 1000.0
         monotonic = time.monotonic
         n, i = len(records), 0
+        computed = () if self.precomputed is None else self.precomputed()
+        lead = len(computed)
         while i < n:
             if eos and not txn.open:
                 try:
@@ -293,6 +298,14 @@ class TransactionHandling:
                     # the per-record steps run in handle_run; it comes
                     # back here when the run stops, or with what records[i] raised
                     stop = min(marked + room, n)
+                    if i < lead:  # handlers run ahead (sdk.aio): their outputs only
+                        end = min(stop, lead)
+                        i, emitted, failed = emit_run(computed, i, end, emit, due_at, monotonic)
+                        produced += emitted
+                        if failed is not None:
+                            raise failed  # emit or the clock
+                        if i < end or i >= stop:
+                            break  # due, or at the transaction's record limit
                     i, emitted, record, error = handle_run(
                         records, i, n, stop, handler, emit, ConsumerRecord, due_at, monotonic
                     )

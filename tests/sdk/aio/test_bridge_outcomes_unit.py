@@ -143,3 +143,36 @@ def test_a_stop_ends_the_crossing_before_the_next_handler(
     assert ahead.run(_messages(5)) == 2  # 0 and 1 ran; the rest is read again
     assert ahead.finished == 2
     assert calls == [0, 1]
+
+
+def test_the_core_may_take_the_leading_values_and_call_goes_on_after_them(
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    calls: list[int] = []
+    ahead = _ahead(loop, calls, fail_at=4)
+    messages = _messages(6)
+    assert ahead.run(messages) == 5
+    assert ahead.take_leading() == [[b"0"], [b"1"], [b"2"], [b"3"]]
+    with pytest.raises(ValueError, match="record 4 fails"):  # the first attempt's outcome
+        ahead.call(view(ConsumerRecord, messages[4]))
+    assert calls == [0, 1, 2, 3, 4]  # no handler ran again
+
+
+def test_with_lists_a_value_that_is_not_a_list_ends_the_lead_and_comes_through_call(
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    calls: list[int] = []
+    returned: dict[int, object] = {0: [b"0"], 1: None, 2: (b"2",), 3: [b"3"]}
+
+    async def handler(record: ConsumerRecord) -> object:
+        calls.append(record.offset)
+        return returned[record.offset]
+
+    bridge = LoopBridge(concurrent.futures.ThreadPoolExecutor(1), lambda: None)
+    ahead = HandlersAhead(bridge, handler, loop, None, lambda: False, lists=True)
+    messages = _messages(4)
+    assert ahead.run(messages) == 4  # every handler ran, in one crossing
+    assert ahead.take_leading() == [[b"0"], None]  # a list or None: emitted by the core as is
+    assert ahead.call(view(ConsumerRecord, messages[2])) == (b"2",)  # the core makes it a list
+    assert ahead.call(view(ConsumerRecord, messages[3])) == [b"3"]
+    assert calls == [0, 1, 2, 3]
