@@ -29,6 +29,7 @@ _new = object.__new__
 
 
 R = TypeVar("R", bound="ConsumerRecord")
+Out = TypeVar("Out")
 
 
 def view(cls: type[R], msg: KafkaMessage) -> R:
@@ -111,10 +112,10 @@ def handle_run(
 
 
 def emit_run(
-    values: Sequence[Any],
+    values: Sequence[Iterable[Out] | None],
     i: int,
     stop: int,
-    emit: Callable[[Any], None],
+    emit: Callable[[Out], None],
     due_at: float,
     clock: Callable[[], float],
 ) -> tuple[int, int, BaseException | None]:

@@ -223,7 +223,7 @@ class AsyncProcessor:
             )
             # the core's hot loop emits the leading outputs itself (no view, no call per
             # record); what follows them comes through call()
-            self._sync._handling.precomputed = self._ahead.take_leading
+            self._sync._handling.precomputed = self._leading_outputs
             call = self._call
         # SIGTERM is the bridge's (on the loop); the core runs in a worker thread
         loop_of_core = functools.partial(
@@ -253,6 +253,11 @@ class AsyncProcessor:
             self._ahead.skip()
         else:
             self._ahead.run(msgs)  # the Processor handles every polled record: no stop check
+
+    def _leading_outputs(self) -> Sequence[Iterable[Output] | None]:
+        assert self._ahead is not None  # the Processor calls it only inside run()
+        # lists=True: each value is a list or None
+        return cast("Sequence[Iterable[Output] | None]", self._ahead.take_leading())
 
     def _call(self, record: ConsumerRecord) -> Iterable[Output]:
         assert self._ahead is not None  # the Processor calls it only inside run()

@@ -94,7 +94,7 @@ class TransactionHandling:
         self._outputs_wait = outputs_wait
         # sdk.aio: the outputs of the batch's first records, whose handlers ran already
         # (taken once per batch by the hot loop, which then only emits them)
-        self.precomputed: Callable[[], Sequence[object]] | None = None
+        self.precomputed: Callable[[], Sequence[Iterable[Output] | None]] | None = None
 
     @contextmanager
     def concurrently(
