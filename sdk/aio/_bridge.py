@@ -97,16 +97,24 @@ class LoopBridge:
         with loop_sigterm_stops(loop, self._stop, handle_sigterm):
             return await self._run(loop, fn)
 
-    async def _run(self, loop: asyncio.AbstractEventLoop, fn: Callable[[], T]) -> T:
+    def begin(self) -> None:
+        """A run begins: handlers may run again after an earlier run's cancellation."""
         self._cancelled = False
+
+    def cancel_handlers(self) -> None:
+        """Cancel every handler running on the loop for the core, and any about to begin."""
+        self._cancelled = True
+        for task in list(self._tasks):
+            task.cancel()
+
+    async def _run(self, loop: asyncio.AbstractEventLoop, fn: Callable[[], T]) -> T:
+        self.begin()
         work = loop.run_in_executor(self._worker, fn)
         try:
             return await asyncio.shield(work)
         except asyncio.CancelledError:
             self._stop()
-            self._cancelled = True
-            for task in list(self._tasks):
-                task.cancel()
+            self.cancel_handlers()
             with contextlib.suppress(HandlerCancelled):
                 await asyncio.shield(work)
             raise

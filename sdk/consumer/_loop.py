@@ -246,8 +246,14 @@ class ConsumeLoop(Generic[C]):
         before_poll: Callable[[C], None] | None = None,
         busy: Callable[[], bool] | None = None,
         room: Callable[[], int] | None = None,
+        idle_yield: bool = False,
     ) -> Iterator[list[KafkaMessage]]:
         """Polled batches until stopped, ``max_records`` taken or ``idle_s`` without records.
+
+        ``idle_yield``: a poll that found nothing yields an empty batch, so that the caller
+        decides where the next poll runs and how long it waits (:attr:`poll_timeout_s` is
+        read before each poll): ``sdk.aio`` polls without waiting on the event loop's thread
+        and waits in its worker thread only when nothing is queued.
 
         Each batch went through the front end's :meth:`Commits.admit` (at_most_once: already
         committed); records it did not admit do not count towards ``max_records``.
@@ -267,7 +273,7 @@ class ConsumeLoop(Generic[C]):
         if client is None:
             return
         source, admit = self.source, self.commits.admit
-        batch_size, timeout_s = self.batch_size, self.poll_timeout_s
+        batch_size = self.batch_size
         taken = 0
         last = time.monotonic()
         while not self._stop.is_set():
@@ -278,13 +284,15 @@ class ConsumeLoop(Generic[C]):
                 limit = min(limit, max_records - taken)
                 if limit <= 0:
                     return
-            messages = source.poll(client, limit, timeout_s)
+            messages = source.poll(client, limit, self.poll_timeout_s)
             if not messages:
                 if busy is not None and busy():
                     last = time.monotonic()
                 elif idle_s is not None and source.idle_for(last) >= idle_s:
                     source.raise_if_never_joined()
                     return
+                if idle_yield:
+                    yield messages
                 continue
             last = time.monotonic()
             messages = admit(client, messages)

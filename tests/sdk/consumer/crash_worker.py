@@ -66,13 +66,18 @@ def main() -> None:
     )
     idle = args.get("idle_timeout_s", 5.0)
     stats: ConsumerStats
-    if args.get("front") == "async":
+    if args.get("front") in ("async", "async-bytes"):
+        # async-bytes: no deserializer, so at_least_once polls and handles on the loop's own
+        # thread (sdk/aio/_on_loop.py); with one, each batch crosses from a worker thread
+        options: dict[str, Any] = (
+            {} if args["front"] == "async-bytes" else {"value_deserializer": "str"}
+        )
 
         async def async_handler(record: ConsumerRecord) -> None:
             handler(record)  # the ledger write is the work; on the loop, as a service's is
 
         async def run() -> ConsumerStats:
-            async with AsyncConsumer(prof, [args["topic"]], value_deserializer="str") as c:
+            async with AsyncConsumer(prof, [args["topic"]], **options) as c:
                 return await c.run(async_handler, idle_timeout_s=idle, handle_sigterm=True)
 
         stats = asyncio.run(run())
