@@ -109,11 +109,27 @@ class LoopBridge:
 
     async def _run(self, loop: asyncio.AbstractEventLoop, fn: Callable[[], T]) -> T:
         self.begin()
+        return await self.in_worker(loop, fn)
+
+    async def in_worker(
+        self, loop: asyncio.AbstractEventLoop, fn: Callable[[], T], *, stop: bool = True
+    ) -> T:
+        """``fn()`` in the worker; a cancellation waits for it, then propagates.
+
+        On a cancellation the core is stopped (``stop``; False for its way out, which must
+        run to its end) and every handler it runs on the loop is cancelled; ``fn`` finishes
+        before the cancellation propagates, so nothing of the core is left running behind
+        the cancelled task.
+
+        Raises:
+            asyncio.CancelledError: The awaiting task (or a handler's) was cancelled.
+        """
         work = loop.run_in_executor(self._worker, fn)
         try:
             return await asyncio.shield(work)
         except asyncio.CancelledError:
-            self._stop()
+            if stop:
+                self._stop()
             self.cancel_handlers()
             with contextlib.suppress(HandlerCancelled):
                 await asyncio.shield(work)

@@ -208,7 +208,6 @@ class AsyncConsumer:
                     sync,
                     handler,
                     self._bridge,
-                    self._worker,
                     max_records=max_records,
                     idle_s=idle_s,
                 )

@@ -28,29 +28,21 @@ the stored offsets then holds the loop for its round trip.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import contextlib
 import functools
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from typing import TypeVar
 
 from sdk._client import ConsumerClient, KafkaMessage
-from sdk.aio._bridge import HandlerCancelled, LoopBridge
+from sdk.aio._bridge import LoopBridge
 from sdk.consumer import Consumer, ConsumerRecord, ConsumerStats
 
 __all__ = ["run_on_loop"]
-
-T = TypeVar("T")
-STORE_EVERY_S = 0.001
-"""The handled prefix is stored at least this often (handler time), as the sync hot loop."""
 
 
 async def run_on_loop(
     consumer: Consumer,
     handler: Callable[[ConsumerRecord], Awaitable[object]],
     bridge: LoopBridge,
-    worker: concurrent.futures.Executor,
     *,
     max_records: int | None,
     idle_s: float | None,
@@ -75,48 +67,21 @@ async def run_on_loop(
         return client
 
     try:
-        client = await _in_worker(loop, worker, enter, engine.stop, bridge)
+        client = await bridge.in_worker(loop, enter)
         if client is not None:
-            batch = _Batches(consumer, handler, bridge, worker, loop)
+            batch = _Batches(consumer, handler, bridge, loop)
             await batch.run(engine.batches(max_records, idle_s, idle_yield=True))
     except BaseException as exc:
         if not entered:  # the run never began (or a cancellation came before it did)
             raise
         # the run's way out (the final commit) whatever ended it, as the sync run's
         way_out = functools.partial(run.__exit__, type(exc), exc, exc.__traceback__)
-        suppressed = await _in_worker(loop, worker, way_out, None, bridge)
+        suppressed = await bridge.in_worker(loop, way_out, stop=False)
         if not suppressed:
             raise
     else:
-        await _in_worker(loop, worker, lambda: run.__exit__(None, None, None), None, bridge)
+        await bridge.in_worker(loop, lambda: run.__exit__(None, None, None), stop=False)
     return consumer.stats
-
-
-async def _in_worker(
-    loop: asyncio.AbstractEventLoop,
-    worker: concurrent.futures.Executor,
-    fn: Callable[[], T],
-    stop: Callable[[], None] | None,
-    bridge: LoopBridge,
-) -> T:
-    """``fn()`` in the worker; a cancellation stops the run and waits for ``fn`` first.
-
-    Nothing of the client is left running behind a cancelled task: the worker's call finishes
-    (a poll within ``poll_timeout_s``, a failure policy after its attempt, which the
-    cancellation cancels too), then the cancellation propagates.
-    """
-    work = loop.run_in_executor(worker, fn)
-    try:
-        return await asyncio.shield(work)
-    except asyncio.CancelledError:
-        if stop is not None:
-            stop()
-        bridge.cancel_handlers()
-        with contextlib.suppress(BaseException):  # the cancellation is what propagates
-            await asyncio.shield(work)
-        raise
-    except HandlerCancelled:  # a retry's task was cancelled, not ours
-        raise asyncio.CancelledError() from None
 
 
 class _Batches:
@@ -127,14 +92,12 @@ class _Batches:
         consumer: Consumer,
         handler: Callable[[ConsumerRecord], Awaitable[object]],
         bridge: LoopBridge,
-        worker: concurrent.futures.Executor,
         loop: asyncio.AbstractEventLoop,
     ) -> None:
         self._consumer = consumer
         self._engine = consumer._loop
         self._handler = handler
         self._bridge = bridge
-        self._worker = worker
         self._loop = loop
         # the failure path's attempts run in the worker and cross to the loop one by one
         self._sync_handler = bridge.sync_handler(handler, loop)
@@ -150,13 +113,7 @@ class _Batches:
                     messages = next(batches, None)
                 else:
                     engine.poll_timeout_s = wait_s
-                    messages = await _in_worker(
-                        self._loop,
-                        self._worker,
-                        lambda: next(batches, None),
-                        engine.stop,
-                        self._bridge,
-                    )
+                    messages = await self._bridge.in_worker(self._loop, lambda: next(batches, None))
                 if messages is None:
                     return  # stopped, max_records taken or idle_s without records
                 on_loop = bool(messages)  # nothing queued: the next poll waits in the worker
@@ -173,12 +130,8 @@ class _Batches:
         if engine.observed() is not None:
             # traced: the core's own per-record spans, each handler crossing on its own
             try:
-                await _in_worker(
-                    self._loop,
-                    self._worker,
-                    lambda: consumer._handling.each(self._sync_handler, messages),
-                    engine.stop,
-                    self._bridge,
+                await self._bridge.in_worker(
+                    self._loop, lambda: consumer._handling.each(self._sync_handler, messages)
                 )
             finally:
                 consumer._offsets.rewind_rest(client, messages, engine.in_flight)
@@ -187,6 +140,7 @@ class _Batches:
         monotonic, new = time.monotonic, object.__new__
         n = len(messages)
         done = stored = others = 0
+        store_every_s = consumer._handling.store_every_s  # the sync hot loop's bound
         last_store = monotonic()
         try:
             while done < n:
@@ -205,7 +159,7 @@ class _Batches:
                     others += 1
                 done += 1
                 now = monotonic()
-                if now - last_store >= STORE_EVERY_S:
+                if now - last_store >= store_every_s:
                     handled(client, messages[stored:done])
                     stored, last_store = done, now
         finally:
@@ -222,10 +176,6 @@ class _Batches:
     ) -> None:
         """The failure policy for a record whose handler raised ``first`` (in the worker)."""
         failure = self._consumer._failure
-        await _in_worker(
-            self._loop,
-            self._worker,
-            lambda: failure.handle(self._sync_handler, record, [message], first),
-            self._engine.stop,
-            self._bridge,
+        await self._bridge.in_worker(
+            self._loop, lambda: failure.handle(self._sync_handler, record, [message], first)
         )

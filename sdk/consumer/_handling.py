@@ -36,6 +36,9 @@ class RecordHandling:
         offsets: Where handled records' offsets go.
     """
 
+    store_every_s = STORE_EVERY_S
+    """The same bound for a hot loop of another front end's (``sdk.aio`` on the loop)."""
+
     def __init__(
         self,
         loop: ConsumeLoop[ConsumerClient],
