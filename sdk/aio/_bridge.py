@@ -217,7 +217,31 @@ class HandlersAhead:
             return 0
         prepare = self._prepare
         records = None if prepare is None else [prepare(message) for message in messages]
-        ran, self.finished, values, rest = self._batch((messages, records))
+        return self._keep(messages, self._batch((messages, records)))
+
+    async def run_here(self, messages: list[KafkaMessage]) -> int:
+        """:meth:`run` for a core that runs on the loop's thread (bytes in): no crossing.
+
+        Raises:
+            asyncio.CancelledError: A handler was cancelled (the awaiting task with it): the
+                core does not go on with the batch.
+        """
+        assert self._prepare is None  # a prepare may wait: never on the loop
+        self.skip()
+        if not messages:
+            return 0
+        outcome = await self._on_loop((messages, None))
+        ran = self._keep(messages, outcome)
+        if self._ahead and self._ahead[-1][1] == _CANCELLED:
+            raise asyncio.CancelledError()
+        return ran
+
+    def _keep(
+        self,
+        messages: list[KafkaMessage],
+        outcome: tuple[int, int, list[object], list[tuple[KafkaMessage, int, object]]],
+    ) -> int:
+        ran, self.finished, values, rest = outcome
         self._messages, self._values = messages, values
         self._ahead.extend(rest)
         return ran

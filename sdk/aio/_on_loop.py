@@ -31,12 +31,16 @@ import asyncio
 import functools
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AbstractContextManager
+from typing import TypeVar
 
 from sdk._client import ConsumerClient, KafkaMessage
 from sdk.aio._bridge import LoopBridge
 from sdk.consumer import Consumer, ConsumerRecord, ConsumerStats
 
-__all__ = ["run_on_loop"]
+__all__ = ["run_on_loop", "within_run"]
+
+C = TypeVar("C")
 
 
 async def run_on_loop(
@@ -57,10 +61,30 @@ async def run_on_loop(
     loop = asyncio.get_running_loop()
     engine = consumer._loop
     bridge.begin()
-    run = engine.running(False)  # SIGTERM is the caller's (on the loop)
+
+    async def body(client: ConsumerClient) -> None:
+        batch = _Batches(consumer, handler, bridge, loop)
+        await batch.run(engine.batches(max_records, idle_s, idle_yield=True))
+
+    await within_run(bridge, loop, engine.running(False), body)  # SIGTERM is the caller's
+    return consumer.stats
+
+
+async def within_run(
+    bridge: LoopBridge,
+    loop: asyncio.AbstractEventLoop,
+    run: AbstractContextManager[C | None],
+    body: Callable[[C], Awaitable[None]],
+) -> None:
+    """``body(client)`` on the loop, inside a ``running()`` entered and left in the worker.
+
+    Entering opens the client (broker contact may block); leaving makes the run's final
+    commit, whatever ended the body, as the sync run's ``with`` does. A None client (stopped
+    while waiting for a broker) runs no body.
+    """
     entered = False
 
-    def enter() -> ConsumerClient | None:
+    def enter() -> C | None:
         nonlocal entered
         client = run.__enter__()
         entered = True
@@ -69,8 +93,7 @@ async def run_on_loop(
     try:
         client = await bridge.in_worker(loop, enter)
         if client is not None:
-            batch = _Batches(consumer, handler, bridge, loop)
-            await batch.run(engine.batches(max_records, idle_s, idle_yield=True))
+            await body(client)
     except BaseException as exc:
         if not entered:  # the run never began (or a cancellation came before it did)
             raise
@@ -81,7 +104,6 @@ async def run_on_loop(
             raise
     else:
         await bridge.in_worker(loop, lambda: run.__exit__(None, None, None), stop=False)
-    return consumer.stats
 
 
 class _Batches:
@@ -119,6 +141,9 @@ class _Batches:
                 on_loop = bool(messages)  # nothing queued: the next poll waits in the worker
                 if messages:
                     await self._batch(messages)
+                    # the loop's other tasks get their turn once per batch, even while records
+                    # keep coming and no handler ever suspends
+                    await asyncio.sleep(0)
         finally:
             engine.poll_timeout_s = wait_s
 

@@ -26,13 +26,16 @@ from typing import Literal, TypedDict, Unpack, cast
 from sdk._client import ConsumerClient, KafkaMessage, ProducerClient
 from sdk._config import ClientConfig
 from sdk._deprecation import moved, renamed
+from sdk._signals import loop_sigterm_stops
 from sdk.aio._bridge import HandlersAhead, LoopBridge
+from sdk.aio._processor_loop import run_processor_on_loop
 from sdk.consumer import ConsumerRecord, Ordering
+from sdk.consumer.engine import check_concurrency
 from sdk.errors import ConfigurationError
 from sdk.observability import Telemetry
 from sdk.partitioners import Partitioner
 from sdk.processor import Processor, ProcessorStats, Progress
-from sdk.profiles import ProcessingProfile
+from sdk.profiles import Guarantee, ProcessingProfile
 from sdk.records import Output
 from sdk.serialization import Deserializer, Serializer
 
@@ -210,6 +213,7 @@ class AsyncProcessor:
             self._sync._poll_limit = self._sync.profile.consumer.batch_size
             call: Outputs = cast(Outputs, self._bridge.sync_handler(handler, loop))
         else:
+            check_concurrency(concurrency, ordering, None)  # the sync run's check of ordering
             decoder = self._sync._handling.decoder
             self._ahead = HandlersAhead(
                 self._bridge,
@@ -221,10 +225,22 @@ class AsyncProcessor:
                 stopped=self._sync._engine.stopped,
                 lists=True,  # outputs the core's hot loop can emit as they are
             )
+            call = self._call
+            if decoder is None and self._sync.guarantee is not Guarantee.AT_MOST_ONCE:
+                # the Processor's steps on this loop's thread (sdk/aio/_processor_loop.py)
+                self._sync._before_handle = None
+                self._finished = asyncio.Event()
+                try:
+                    with loop_sigterm_stops(loop, self._sync.stop, handle_sigterm):
+                        return await run_processor_on_loop(
+                            self._sync, self._ahead, call, self._bridge, max_duration_s=limit
+                        )
+                finally:
+                    self._worker.shutdown(wait=False)
+                    self._finished.set()
             # the core's hot loop emits the leading outputs itself (no view, no call per
             # record); what follows them comes through call()
             self._sync._handling.precomputed = self._leading_outputs
-            call = self._call
         # SIGTERM is the bridge's (on the loop); the core runs in a worker thread
         loop_of_core = functools.partial(
             self._sync.run,

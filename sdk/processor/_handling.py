@@ -152,12 +152,23 @@ class TransactionHandling:
             self._handle_traced(records)
         else:
             self._handle_records(records)
+        failed = self.serve()
+        if failed is not None:
+            self._commits.recover(failed)
+
+    def serve(self) -> KafkaClientError | None:
+        """Serve delivery reports (once per batch); exactly_once returns a failure to recover.
+
+        Raises:
+            KafkaClientError: A failure outside exactly_once.
+        """
         try:
-            self._txn.serve()  # delivery reports, once per batch
+            self._txn.serve()
         except KafkaClientError as exc:
             if self.guarantee is not _EOS:
                 raise
-            self._commits.recover(exc)
+            return exc
+        return None
 
     def _handle_decoded(self, records: list[KafkaMessage], decoder: RecordDecoder) -> None:
         """Deserialized records: a poison pill goes through the failure policy in order.
@@ -261,14 +272,38 @@ class TransactionHandling:
                 return
 
     def _handle_records(self, records: list[KafkaMessage]) -> None:
-        """Per-record handler without tracing: the hot loop.
+        """Per-record handler without tracing: the hot loop, a run of records per commit."""
+        computed = () if self.precomputed is None else self.precomputed()
+        i, n = 0, len(records)
+        while i < n:
+            i, failed = self.run_until_due(records, i, n, computed)
+            if failed is not None:
+                self._commits.recover(failed)  # what this transaction handled is read again
+                return
+            if i < n and not self._commits.commit_or_recover():
+                return
+
+    def run_until_due(
+        self,
+        records: list[KafkaMessage],
+        i: int,
+        end: int,
+        computed: Sequence[Iterable[Output] | None] = (),
+    ) -> tuple[int, KafkaClientError | None]:
+        """Handle ``records[i:end]`` up to the next commit point; return where it stopped.
 
         The same steps as :meth:`_handle_unit` per record, with the per-record costs taken
         out: no span context manager, the handler's first attempt inline (the failure policy
-        takes over only when it raises), outputs queued without a poll each (:meth:`_handle`
+        takes over only when it raises), outputs queued without a poll each (:meth:`handle`
         serves delivery reports once per batch) and counters added per run of records. The
-        per-record steps run in :func:`~sdk.records.handle_run` ;
-        this method takes over when a record raised and at the commit points.
+        per-record steps run in :func:`~sdk.records.handle_run` (or, for the first
+        ``len(computed)`` records, whose handlers ran already, :func:`~sdk.records.emit_run`);
+        this method takes over when a record raised.
+
+        Returns ``(j, None)``: ``records[i:j]`` handled, ``j == end`` or a commit is due
+        (the caller commits; sdk.aio does it off the event loop); or ``(j, error)``: exactly_once
+        must recover from ``error`` (the caller runs :meth:`TransactionCommits.recover`), and
+        nothing of this transaction is kept.
         """
         handler = self._handler
         assert handler is not None
@@ -277,71 +312,64 @@ class TransactionHandling:
         limit = self.profile.max_records_per_transaction
         interval_s = self.profile.commit_interval_ms / 1000.0
         monotonic = time.monotonic
-        n, i = len(records), 0
-        computed = () if self.precomputed is None else self.precomputed()
         lead = len(computed)
-        while i < n:
-            if eos and not txn.open:
-                try:
-                    txn.begin()
-                except KafkaClientError as exc:
-                    self._commits.recover(exc)
-                    return
-            span, start, due_at = txn.span, i, commits.last_commit + interval_s
-            emit, produced = self._waiting(txn.emitter()), 0
-            # records[marked:i] are handled but not yet in the positions and the pending
-            # count: those are brought up to date once per run of records, not per record
-            marked, room = i, limit - commits.pending
-            rewound = False  # the recovery below rewinds: nothing of this run is kept then
+        if eos and not txn.open:
             try:
-                while True:
-                    # the per-record steps run in handle_run; it comes
-                    # back here when the run stops, or with what records[i] raised
-                    stop = min(marked + room, n)
-                    if i < lead:  # handlers run ahead (sdk.aio): their outputs only
-                        end = min(stop, lead)
-                        i, emitted, failed = emit_run(computed, i, end, emit, due_at, monotonic)
-                        produced += emitted
-                        if failed is not None:
-                            raise failed  # emit or the clock
-                        if i < end or i >= stop:
-                            break  # due, or at the transaction's record limit
-                    i, emitted, record, error = handle_run(
-                        records, i, n, stop, handler, emit, ConsumerRecord, due_at, monotonic
-                    )
-                    produced += emitted
-                    if error is None:
-                        break
-                    if record is None or not isinstance(error, Exception):
-                        raise error  # the view, emit or the clock; KeyboardInterrupt and such
-                    # the policy may commit (on_failure="stop"): the records before count
-                    commits.mark(records, marked, i)
-                    marked, room = i, limit - commits.pending
-                    for out in self._retry_or_fail(handler, record, error):
-                        emit(out)
-                        produced += 1
-                    i += 1
-                    if i >= n or i - marked >= room or monotonic() >= due_at:
-                        break
+                txn.begin()
             except KafkaClientError as exc:
-                # produce() refuses (_STATE) once a delivery failed in this transaction; the
-                # seam classified that as abortable
-                if not eos:
-                    raise
-                rewound = True
-                self._commits.recover(exc)  # what this transaction handled is read again
-                return
-            finally:
-                # also on the way out through an exception: a revoke then commits what was
-                # handled (at_least_once), as when positions were kept per record
-                if not rewound:
-                    commits.mark(records, marked, i)
-                stats.records_in += i - start
-                stats.records_out += produced
-                if span is not None:
-                    span.add_input(i - start)
-            if i < n and not self._commits.commit_or_recover():
-                return
+                return i, exc
+        span, start, due_at = txn.span, i, commits.last_commit + interval_s
+        emit, produced = self._waiting(txn.emitter()), 0
+        # records[marked:i] are handled but not yet in the positions and the pending
+        # count: those are brought up to date once per run of records, not per record
+        marked, room = i, limit - commits.pending
+        failed: KafkaClientError | None = None  # set: nothing of this run is kept
+        try:
+            while True:
+                # the per-record steps run in handle_run; it comes
+                # back here when the run stops, or with what records[i] raised
+                stop = min(marked + room, end)
+                if i < lead:  # handlers run ahead (sdk.aio): their outputs only
+                    upto = min(stop, lead)
+                    i, emitted, error = emit_run(computed, i, upto, emit, due_at, monotonic)
+                    produced += emitted
+                    if error is not None:
+                        raise error  # emit or the clock
+                    if i < upto or i >= stop:
+                        break  # due, or at the transaction's record limit
+                i, emitted, record, error = handle_run(
+                    records, i, end, stop, handler, emit, ConsumerRecord, due_at, monotonic
+                )
+                produced += emitted
+                if error is None:
+                    break
+                if record is None or not isinstance(error, Exception):
+                    raise error  # the view, emit or the clock; KeyboardInterrupt and such
+                # the policy may commit (on_failure="stop"): the records before count
+                commits.mark(records, marked, i)
+                marked, room = i, limit - commits.pending
+                for out in self._retry_or_fail(handler, record, error):
+                    emit(out)
+                    produced += 1
+                i += 1
+                if i >= end or i - marked >= room or monotonic() >= due_at:
+                    break
+        except KafkaClientError as exc:
+            # produce() refuses (_STATE) once a delivery failed in this transaction; the
+            # seam classified that as abortable
+            if not eos:
+                raise
+            failed = exc
+        finally:
+            # also on the way out through an exception: a revoke then commits what was
+            # handled (at_least_once), as when positions were kept per record
+            if failed is None:
+                commits.mark(records, marked, i)
+            stats.records_in += i - start
+            stats.records_out += produced
+            if span is not None:
+                span.add_input(i - start)
+        return i, failed
 
     def _retry_or_fail(
         self, handler: Handler, record: ConsumerRecord, first: Exception
