@@ -1,9 +1,12 @@
 """The asyncio read-process-write: the SDK :class:`~sdk.processor.Processor` with async handlers.
 
 No second transaction loop: the sync Processor (one transactional session, KIP-447 group
-metadata, the commit order, every recovery path, rebalance callbacks) runs unchanged in one
-worker thread; only the handler runs on the event loop, one record at a time, in the order
-of the polled batch (ordering per partition is the sync Processor's). Each polled batch
+metadata, the commit order, every recovery path, rebalance callbacks) does all of it. With
+bytes in (no deserializer, exactly_once or at_least_once, one record at a time) its steps run
+on the event loop's own thread and everything that waits runs in one worker thread
+(:mod:`sdk.aio._processor_loop`). Otherwise the Processor runs unchanged in the worker thread
+and only the handler runs on the event loop, one record at a time, in the order of the polled
+batch (ordering per partition is the sync Processor's). Each polled batch then
 crosses to the loop once: its handlers run in order up to the first failure, then the core
 takes their outcomes record by record (a failed record's retries cross one by one). A
 handler may therefore run before the commit of an earlier record of its batch (as a handler

@@ -1,4 +1,4 @@
-"""AsyncProcessor exactly_once in worker processes: SIGKILLs, rebalances and a zombie.
+"""AsyncProcessor in worker processes: SIGKILLs, rebalances and a zombie.
 
 The same scenarios as the sync Processor's (tests/sdk/processor/test_crash_copy.py), each worker
 running ``AsyncProcessor`` with an async handler. Counted by a raw confluent-kafka
@@ -33,6 +33,19 @@ def test_async_exactly_once_copy_survives_kills_and_rebalances(
     print(f"[exactly_once async] Java ConsoleConsumer (read_committed) count={len(values)}")
     assert len(values) == N
     assert len(set(values)) == N
+
+
+def test_async_at_least_once_copy_under_the_same_kills(
+    kafka_cluster: Any, make_topic: Any, make_group: Any, tmp_path: Path
+) -> None:
+    """at_least_once (its steps on the loop's thread, as exactly_once): 0 lost under kills."""
+    bs = require_local(kafka_cluster).bootstrap_servers
+    src, dst, group = make_topic(PARTS), make_topic(PARTS), make_group()
+    out = crash_run(bs, tmp_path, "at_least_once", src, dst, group, front="async")
+    v = out["verdict"]
+    assert out["kills"] == 3
+    assert v.missing == 0 and v.distinct == N
+    assert v.duplicates > 0  # SIGKILL between flush and the offset store replays records
 
 
 def test_async_zombie_past_the_transaction_timeout_is_fenced(
