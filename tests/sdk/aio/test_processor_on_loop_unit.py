@@ -22,6 +22,7 @@ from sdk.consumer import ConsumerRecord
 from sdk.processor import OutputRecord
 from sdk.profiles import ProcessingProfile
 from sdk.testing.fakes import FakeConsumerClient, FakeMessage, FakeProducerFactory
+from tests.sdk.observability._support import make_otel
 
 N = 12
 
@@ -63,6 +64,7 @@ def _run(
     factory: FakeProducerFactory,
     producer_script: dict[str, list[KafkaError]] | None = None,
     producer_hooks: dict[str, Any] | None = None,
+    telemetry: Any = None,
 ) -> Any:
     async def main() -> Any:
         proc = AsyncProcessor(
@@ -71,6 +73,7 @@ def _run(
             instance_id="i0",
             producer_factory=lambda c: factory(c, failures=producer_script, hooks=producer_hooks),
             consumer_factory=lambda c: consumer,
+            telemetry=telemetry,
         )
         seen: list[int] = []
 
@@ -186,3 +189,20 @@ def test_handlers_that_never_suspend_still_let_the_loops_other_tasks_run() -> No
     assert _committed(factory) == [b"%d" % i for i in range(N)]
     # the ticker ran while records were being handled, not only before and after
     assert any(0 < t < N for t in ticks)
+
+
+def test_traced_each_record_has_its_process_span_timing_the_handler() -> None:
+    otel = make_otel()
+    factory = FakeProducerFactory()
+
+    async def slow_copy(record: ConsumerRecord) -> list[OutputRecord]:
+        await asyncio.sleep(0.002)
+        return await _copy(record)
+
+    _run(slow_copy, _consumer(), factory, telemetry=otel.telemetry)
+    assert _committed(factory) == [b"%d" % i for i in range(N)]
+    spans = [s for s in otel.spans() if s.name.startswith("process")]
+    offsets = sorted(s.attributes["messaging.kafka.offset"] for s in spans)  # type: ignore[index]
+    assert offsets == list(range(N))  # one span per record
+    # each span lasted as long as its handler: the handler ran inside it (crossing per record)
+    assert all(s.end_time - s.start_time >= 2_000_000 for s in spans)  # type: ignore[operator]
