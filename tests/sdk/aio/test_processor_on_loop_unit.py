@@ -5,8 +5,9 @@ test_async_processor_crash.py run the same path on Kafka). These show that the p
 handlers run on the loop's thread once records came while every commit runs in the worker
 (mid-batch too), that a handler failure goes through the failure policy in the worker with the
 records around it copied once, that a commit whose outcome is unknown is recovered in the
-worker and the copy still holds every record once, and that a handler that never suspends
-still lets the loop's other tasks run.
+worker and the copy still holds every record once, that a handler that never suspends still
+lets the loop's other tasks run, and that with tracing on each record's ``process`` span times
+its handler.
 """
 
 from __future__ import annotations
