@@ -24,9 +24,11 @@ policy (retries with backoff, dead letter, stop) runs unchanged.
 Found while building it: a batch whose handlers never suspend would hold the loop for as
 long as records keep coming; the loop's other tasks get a turn once per batch.
 
-A poll on the loop also runs the rebalance callbacks librdkafka has due: a revoke's commit
-then holds the loop for its round trip, as on the AsyncConsumer. A full local producer queue
-(more than ``queue.buffering.max.messages`` outputs waiting) is waited for on the loop.
+A batch polled while the producer's local queue is half full or more (half of
+``queue.buffering.max.messages``: the broker is slow to take the outputs) is queued in the
+worker, as a full queue makes the queuing wait for room. A poll on the loop also runs the
+rebalance callbacks librdkafka has due: a revoke's commit then holds the loop for its round
+trip, as on the AsyncConsumer.
 """
 
 from __future__ import annotations
@@ -141,6 +143,10 @@ class _Steps:
         await ahead.run_here(records)
         # lists=True: each leading value is a list or None
         computed = cast("Sequence[Iterable[Output] | None]", ahead.take_leading())
+        if proc._txn.queue_half_full():
+            # the outputs may find the producer's queue full and wait for room: not on the loop
+            await bridge.in_worker(loop, lambda: handling.handle(records, computed))
+            return
         n, lead, i = len(records), len(computed), 0
         failed: KafkaClientError | None = None
         while i < lead:

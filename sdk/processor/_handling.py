@@ -139,8 +139,16 @@ class TransactionHandling:
             handler, batch_handler, self._handler, self._batch_handler
         )
 
-    def handle(self, records: list[KafkaMessage]) -> None:
-        """Handle an admitted batch: outputs queued, positions marked, commits when due."""
+    def handle(
+        self,
+        records: list[KafkaMessage],
+        computed: Sequence[Iterable[Output] | None] | None = None,
+    ) -> None:
+        """Handle an admitted batch: outputs queued, positions marked, commits when due.
+
+        ``computed``: what the handlers of the batch's first records returned already (sdk.aio;
+        None: :attr:`precomputed` says, if set).
+        """
         if self._pool is not None:
             self._handle_concurrently(records, self._pool)
         elif self._decoder is not None:
@@ -151,7 +159,7 @@ class TransactionHandling:
         elif self._tel.tracing_enabled():
             self._handle_traced(records)
         else:
-            self._handle_records(records)
+            self._handle_records(records, computed)
         failed = self.serve()
         if failed is not None:
             self._commits.recover(failed)
@@ -271,9 +279,14 @@ class TransactionHandling:
             ):
                 return
 
-    def _handle_records(self, records: list[KafkaMessage]) -> None:
+    def _handle_records(
+        self,
+        records: list[KafkaMessage],
+        computed: Sequence[Iterable[Output] | None] | None = None,
+    ) -> None:
         """Per-record handler without tracing: the hot loop, a run of records per commit."""
-        computed = () if self.precomputed is None else self.precomputed()
+        if computed is None:
+            computed = () if self.precomputed is None else self.precomputed()
         i, n = 0, len(records)
         while i < n:
             i, failed = self.run_until_due(records, i, n, computed)

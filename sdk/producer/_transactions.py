@@ -103,6 +103,7 @@ class TransactionalOutput:
         # record (delivered or failed) within message.timeout.ms, capped at the transaction timeout
         life_ms = config_int(config, "message.timeout.ms", 0)
         self.flush_timeout_s = life_ms / 1000.0 or self.timeout_s
+        self._max_queued = config_int(config, "queue.buffering.max.messages", 100_000)
         self.open = False
         self.opened_at = 0.0
         self.span: TransactionSpan | None = None
@@ -438,6 +439,14 @@ class TransactionalOutput:
         if span is not None:
             span.count_from(emitter)  # its fast path counts in itself, not per output on the span
         return emitter.emit
+
+    def queue_half_full(self) -> bool:
+        """Whether the local queue holds half of ``queue.buffering.max.messages`` or more.
+
+        Past that, what queues outputs may soon find it full and wait for room.
+        """
+        client = self._slot.client
+        return client is not None and 2 * len(client) >= self._max_queued
 
     def serve(self, context: str = "serve delivery reports") -> None:
         """Serve delivery reports and client events (``poll(0)``) through the error seam.

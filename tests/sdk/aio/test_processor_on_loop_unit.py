@@ -7,7 +7,8 @@ handlers run on the loop's thread once records came while every commit runs in t
 records around it copied once, that a commit whose outcome is unknown is recovered in the
 worker and the copy still holds every record once, that a handler that never suspends still
 lets the loop's other tasks run, and that with tracing on each record's ``process`` span times
-its handler.
+its handler; a batch polled while the producer's local queue is half full is queued from the
+worker.
 """
 
 from __future__ import annotations
@@ -16,13 +17,19 @@ import asyncio
 import threading
 from typing import Any
 
+import pytest
 from confluent_kafka import KafkaError
 
 from sdk.aio import AsyncProcessor
 from sdk.consumer import ConsumerRecord
 from sdk.processor import OutputRecord
 from sdk.profiles import ProcessingProfile
-from sdk.testing.fakes import FakeConsumerClient, FakeMessage, FakeProducerFactory
+from sdk.testing.fakes import (
+    FakeConsumerClient,
+    FakeMessage,
+    FakeProducerClient,
+    FakeProducerFactory,
+)
 from tests.sdk.observability._support import make_otel
 
 N = 12
@@ -111,7 +118,11 @@ def test_polls_and_handlers_on_the_loops_thread_commits_in_the_worker() -> None:
         handled_in.add(threading.get_ident())
         return await _copy(record)
 
-    hooks = {"commit_transaction": lambda *_a, **_k: committed_in.append(threading.get_ident())}
+    produced_in: list[int] = []
+    hooks = {
+        "commit_transaction": lambda *_a, **_k: committed_in.append(threading.get_ident()),
+        "produce": lambda *_a, **_k: produced_in.append(threading.get_ident()),
+    }
     stats = _run(copy, consumer, factory, producer_hooks=hooks)
     assert _committed(factory) == [b"%d" % i for i in range(N)]  # each once, in order
     assert stats.records_in == N and stats.records_out == N
@@ -122,6 +133,21 @@ def test_polls_and_handlers_on_the_loops_thread_commits_in_the_worker() -> None:
     # every commit in the worker; 12 records at most 5 per transaction: at least 3 of them
     assert len(committed_in) >= 3
     assert main_thread not in committed_in
+    assert set(produced_in) == {main_thread}  # the outputs queued on the loop
+
+
+def test_a_batch_polled_while_the_producer_queue_is_half_full_is_queued_in_the_worker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    main_thread = threading.get_ident()
+    produced_in: list[int] = []
+    factory = FakeProducerFactory()
+    # librdkafka's len(): records queued; half of queue.buffering.max.messages (100,000)
+    monkeypatch.setattr(FakeProducerClient, "__len__", lambda self: 50_000)
+    hooks = {"produce": lambda *_a, **_k: produced_in.append(threading.get_ident())}
+    _run(_copy, _consumer(), factory, producer_hooks=hooks)
+    assert _committed(factory) == [b"%d" % i for i in range(N)]
+    assert len(produced_in) == N and main_thread not in produced_in
 
 
 def test_a_failed_first_attempt_is_retried_in_the_worker_and_every_record_copied_once() -> None:
