@@ -143,7 +143,7 @@ class _Steps:
         await ahead.run_here(records)
         # lists=True: each leading value is a list or None
         computed = cast("Sequence[Iterable[Output] | None]", ahead.take_leading())
-        if proc._txn.queue_half_full():
+        if proc._txn.output.queue_half_full():
             # the outputs may find the producer's queue full and wait for room: not on the loop
             await bridge.in_worker(loop, lambda: handling.handle(records, computed))
             return

@@ -210,10 +210,6 @@ class TransactionSession:
         """
         return self.output.emitter()
 
-    def queue_half_full(self) -> bool:
-        """Whether the producer's local queue is half full or more (outputs may soon wait)."""
-        return self.output.queue_half_full()
-
     def serve(self) -> None:
         """Serve delivery reports and client events (once per polled batch).
 
