@@ -92,8 +92,7 @@ class TransactionHandling:
         self._batch_handler = batch_handler
         self._pool: BatchPool | None = None
         self._outputs_wait = outputs_wait
-        # sdk.aio: the outputs of the batch's first records, whose handlers ran already
-        # (taken once per batch by the hot loop, which then only emits them)
+        # sdk.aio (bridged): the first records' outputs, their handlers run; taken by the hot loop
         self.precomputed: Callable[[], Sequence[Iterable[Output] | None]] | None = None
 
     @contextmanager
@@ -146,8 +145,7 @@ class TransactionHandling:
     ) -> None:
         """Handle an admitted batch: outputs queued, positions marked, commits when due.
 
-        ``computed``: what the handlers of the batch's first records returned already (sdk.aio;
-        None: :attr:`precomputed` says, if set).
+        ``computed``: the outputs of the first records, whose handlers ran (sdk.aio).
         """
         if self._pool is not None:
             self._handle_concurrently(records, self._pool)
@@ -313,10 +311,9 @@ class TransactionHandling:
         ``len(computed)`` records, whose handlers ran already, :func:`~sdk.records.emit_run`);
         this method takes over when a record raised.
 
-        Returns ``(j, None)``: ``records[i:j]`` handled, ``j == end`` or a commit is due
-        (the caller commits; sdk.aio does it off the event loop); or ``(j, error)``: exactly_once
-        must recover from ``error`` (the caller runs :meth:`TransactionCommits.recover`), and
-        nothing of this transaction is kept.
+        Returns ``(j, None)``, ``records[i:j]`` handled and ``j == end`` or a commit due (the
+        caller commits: sdk.aio off the event loop), or ``(j, error)``: the caller recovers
+        (exactly_once), nothing of this transaction is kept.
         """
         handler = self._handler
         assert handler is not None
