@@ -94,8 +94,14 @@ class LoopBridge:
             ConfigurationError: ``handle_sigterm=True`` on a loop outside the main thread.
         """
         loop = asyncio.get_running_loop()
-        with loop_sigterm_stops(loop, self._stop, handle_sigterm):
+        with self.sigterm_stops(loop, handle_sigterm):
             return await self._run(loop, fn)
+
+    def sigterm_stops(
+        self, loop: asyncio.AbstractEventLoop, handle_sigterm: bool | None
+    ) -> contextlib.AbstractContextManager[None]:
+        """SIGTERM (and the first Ctrl-C) stop the core while inside, as :meth:`run` says."""
+        return loop_sigterm_stops(loop, self._stop, handle_sigterm)
 
     def begin(self) -> None:
         """A run begins: handlers may run again after an earlier run's cancellation."""

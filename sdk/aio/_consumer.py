@@ -26,7 +26,6 @@ from typing import Literal, TypedDict, TypeVar, TypeVarTuple, Unpack
 from sdk._client import ConsumerClient, KafkaMessage
 from sdk._config import ClientConfig, ConfigMapping
 from sdk._deprecation import renamed
-from sdk._signals import loop_sigterm_stops
 from sdk.aio._bridge import HandlersAhead, LoopBridge
 from sdk.aio._on_loop import run_on_loop
 from sdk.consumer import Consumer, ConsumerRecord, ConsumerStats, Ordering
@@ -203,14 +202,14 @@ class AsyncConsumer:
         decoder = sync._failure.decoder
         if decoder.raw and sync.guarantee is Guarantee.AT_LEAST_ONCE:
             # polled, handled and stored on this loop's thread (sdk/aio/_on_loop.py)
-            with loop_sigterm_stops(asyncio.get_running_loop(), sync.stop, handle_sigterm):
-                return await run_on_loop(
-                    sync,
-                    handler,
-                    self._bridge,
-                    max_records=max_records,
-                    idle_s=idle_s,
-                )
+            return await run_on_loop(
+                sync,
+                handler,
+                self._bridge,
+                max_records=max_records,
+                idle_s=idle_s,
+                handle_sigterm=handle_sigterm,
+            )
         ahead = HandlersAhead(
             self._bridge,
             handler,

@@ -50,6 +50,7 @@ async def run_on_loop(
     *,
     max_records: int | None,
     idle_s: float | None,
+    handle_sigterm: bool | None,
 ) -> ConsumerStats:
     """Run ``consumer`` (at_least_once, bytes in) with ``handler`` on this loop's thread.
 
@@ -60,13 +61,12 @@ async def run_on_loop(
     """
     loop = asyncio.get_running_loop()
     engine = consumer._loop
-    bridge.begin()
 
     async def body(client: ConsumerClient) -> None:
         batch = _Batches(consumer, handler, bridge, loop)
         await batch.run(engine.batches(max_records, idle_s, idle_yield=True))
 
-    await within_run(bridge, loop, engine.running(False), body)  # SIGTERM is the caller's
+    await within_run(bridge, loop, engine.running(False), body, handle_sigterm=handle_sigterm)
     return consumer.stats
 
 
@@ -75,13 +75,27 @@ async def within_run(
     loop: asyncio.AbstractEventLoop,
     run: AbstractContextManager[C | None],
     body: Callable[[C], Awaitable[None]],
+    *,
+    handle_sigterm: bool | None,
 ) -> None:
     """``body(client)`` on the loop, inside a ``running()`` entered and left in the worker.
 
     Entering opens the client (broker contact may block); leaving makes the run's final
     commit, whatever ended the body, as the sync run's ``with`` does. A None client (stopped
-    while waiting for a broker) runs no body.
+    while waiting for a broker) runs no body. SIGTERM stops the core meanwhile as
+    :meth:`LoopBridge.run` says (``running()`` itself is entered with SIGTERM left alone).
     """
+    bridge.begin()
+    with bridge.sigterm_stops(loop, handle_sigterm):
+        await _within(bridge, loop, run, body)
+
+
+async def _within(
+    bridge: LoopBridge,
+    loop: asyncio.AbstractEventLoop,
+    run: AbstractContextManager[C | None],
+    body: Callable[[C], Awaitable[None]],
+) -> None:
     entered = False
 
     def enter() -> C | None:

@@ -29,7 +29,6 @@ from typing import Literal, TypedDict, Unpack, cast
 from sdk._client import ConsumerClient, KafkaMessage, ProducerClient
 from sdk._config import ClientConfig
 from sdk._deprecation import moved, renamed
-from sdk._signals import loop_sigterm_stops
 from sdk.aio._bridge import HandlersAhead, LoopBridge
 from sdk.aio._processor_loop import run_processor_on_loop
 from sdk.consumer import ConsumerRecord, Ordering
@@ -215,9 +214,12 @@ class AsyncProcessor:
             self._sync._handling.precomputed = None
             self._sync._poll_limit = self._sync.profile.consumer.batch_size
             call: Outputs = cast(Outputs, self._bridge.sync_handler(handler, loop))
+            on_loop = False
         else:
-            check_concurrency(concurrency, ordering, None)  # the sync run's check of ordering
             decoder = self._sync._handling.decoder
+            # bytes in, one record at a time, no commit before handling: the Processor's
+            # steps on this loop's thread (sdk/aio/_processor_loop.py)
+            on_loop = decoder is None and self._sync.guarantee is not Guarantee.AT_MOST_ONCE
             self._ahead = HandlersAhead(
                 self._bridge,
                 handler,
@@ -229,33 +231,37 @@ class AsyncProcessor:
                 lists=True,  # outputs the core's hot loop can emit as they are
             )
             call = self._call
-            if decoder is None and self._sync.guarantee is not Guarantee.AT_MOST_ONCE:
-                # the Processor's steps on this loop's thread (sdk/aio/_processor_loop.py)
-                self._sync._before_handle = None
-                self._finished = asyncio.Event()
-                try:
-                    with loop_sigterm_stops(loop, self._sync.stop, handle_sigterm):
-                        return await run_processor_on_loop(
-                            self._sync, self._ahead, call, self._bridge, max_duration_s=limit
-                        )
-                finally:
-                    self._worker.shutdown(wait=False)
-                    self._finished.set()
-            # the core's hot loop emits the leading outputs itself (no view, no call per
-            # record); what follows them comes through call()
-            self._sync._handling.precomputed = self._leading_outputs
-        # SIGTERM is the bridge's (on the loop); the core runs in a worker thread
-        loop_of_core = functools.partial(
-            self._sync.run,
-            call,
-            max_duration_s=limit,
-            handle_sigterm=False,
-            concurrency=concurrency,
-            ordering=ordering,
-        )
+        core: Awaitable[ProcessorStats]
+        if on_loop:
+            check_concurrency(concurrency, ordering, None)  # the sync run's check of ordering
+            assert self._ahead is not None
+            self._sync._before_handle = None
+            core = run_processor_on_loop(
+                self._sync,
+                self._ahead,
+                call,
+                self._bridge,
+                max_duration_s=limit,
+                handle_sigterm=handle_sigterm,
+            )
+        else:
+            if concurrency == 1:
+                # the core's hot loop emits the leading outputs itself (no view, no call per
+                # record); what follows them comes through call()
+                self._sync._handling.precomputed = self._leading_outputs
+            # SIGTERM is the bridge's (on the loop); the core runs in a worker thread
+            loop_of_core = functools.partial(
+                self._sync.run,
+                call,
+                max_duration_s=limit,
+                handle_sigterm=False,
+                concurrency=concurrency,
+                ordering=ordering,
+            )
+            core = self._bridge.run(loop_of_core, handle_sigterm=handle_sigterm)
         self._finished = asyncio.Event()
         try:
-            return await self._bridge.run(loop_of_core, handle_sigterm=handle_sigterm)
+            return await core
         finally:
             self._sync._handling.precomputed = None
             self._worker.shutdown(wait=False)

@@ -36,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import cast
 
 from sdk._client import ConsumerClient, KafkaMessage
@@ -57,6 +57,7 @@ async def run_processor_on_loop(
     bridge: LoopBridge,
     *,
     max_duration_s: float | None,
+    handle_sigterm: bool | None,
 ) -> ProcessorStats:
     """Run ``processor`` with the handlers ``ahead`` runs, on this loop's thread.
 
@@ -73,11 +74,10 @@ async def run_processor_on_loop(
     processor._handling.use(call, None)
     loop = asyncio.get_running_loop()
     deadline = None if max_duration_s is None else time.monotonic() + max_duration_s
-    steps = _Steps(processor, ahead, bridge, loop)
-    bridge.begin()
+    body = functools.partial(_Steps(processor, ahead, bridge, loop).run, deadline=deadline)
     try:
-        # SIGTERM is the caller's (on the loop)
-        await within_run(bridge, loop, processor._engine.running(False), steps.run(deadline))
+        running = processor._engine.running(False)  # SIGTERM is the loop's (within_run)
+        await within_run(bridge, loop, running, body, handle_sigterm=handle_sigterm)
     finally:
         await bridge.in_worker(loop, processor.close, stop=False)
     return processor.stats
@@ -98,10 +98,7 @@ class _Steps:
         self._bridge = bridge
         self._loop = loop
 
-    def run(self, deadline: float | None) -> Callable[[ConsumerClient], Awaitable[None]]:
-        return lambda client: self._steps(client, deadline)
-
-    async def _steps(self, client: ConsumerClient, deadline: float | None) -> None:
+    async def run(self, client: ConsumerClient, *, deadline: float | None) -> None:
         proc, bridge, loop = self._proc, self._bridge, self._loop
         commits, source = proc._commits, proc._engine.source
         stopped, limit = proc._engine.stopped, proc._poll_limit
