@@ -12,7 +12,7 @@ import asyncio
 import time
 from typing import Any
 
-from benchmarks._harness import Result, topic
+from benchmarks._harness import Payloads, Result, topic
 from benchmarks._producers import _profile
 from sdk.aio import AsyncProducer
 from sdk.errors import KafkaTimeoutError
@@ -20,7 +20,7 @@ from sdk.errors import KafkaTimeoutError
 GROUP = "asyncio producer"
 
 
-def sdk_async(bootstrap: str, records: list[tuple[bytes, bytes]], size: int) -> Result:
+def sdk_async(bootstrap: str, records: Payloads, size: int) -> Result:
     """``AsyncProducer.send_nowait`` per record (a future each), then flush and gather."""
 
     async def go() -> tuple[int, float]:
@@ -46,7 +46,7 @@ def sdk_async(bootstrap: str, records: list[tuple[bytes, bytes]], size: int) -> 
     return Result(GROUP, "SDK AsyncProducer at_least_once", size, ok, seconds)
 
 
-def raw_aio(bootstrap: str, records: list[tuple[bytes, bytes]], size: int) -> Result:
+def raw_aio(bootstrap: str, records: Payloads, size: int) -> Result:
     """confluent-kafka's ``AIOProducer``: ``await produce()`` per record, then flush and gather."""
     from confluent_kafka.aio import AIOProducer
 
@@ -73,7 +73,7 @@ def raw_aio(bootstrap: str, records: list[tuple[bytes, bytes]], size: int) -> Re
     return Result(GROUP, "raw confluent-kafka AIOProducer (alo settings)", size, ok, seconds)
 
 
-def aiokafka(bootstrap: str, records: list[tuple[bytes, bytes]], size: int) -> Result | None:
+def aiokafka(bootstrap: str, records: Payloads, size: int) -> Result | None:
     """The aiokafka ``AIOKafkaProducer``: ``await send()`` per record, then flush and gather."""
     try:
         from aiokafka import AIOKafkaProducer

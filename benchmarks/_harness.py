@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Set
+from collections.abc import Callable, Iterator, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,13 +109,25 @@ def drop_topics(bootstrap: str, keep: Set[str] = frozenset()) -> None:
             progress(f"    could not delete topic {name}: {exc}")
 
 
-def payloads(n: int, size: int) -> list[tuple[bytes, bytes]]:
-    """``n`` (key, value) pairs: 1,000 distinct keys, values of exactly ``size`` bytes."""
+Payloads = tuple[tuple[bytes, bytes], ...]
+"""The records a case sends: (key, value) pairs, in a tuple the garbage collector skips."""
+
+
+def payloads(n: int, size: int) -> Payloads:
+    """``n`` (key, value) pairs: 1,000 distinct keys, values of exactly ``size`` bytes.
+
+    A tuple, not a list: a tuple holding only bytes pairs is untracked by the garbage
+    collector, which a list never is. Measured: with the 1,000,000-pair list alive, each full
+    collection took 32 ms against 5.7 ms without it (it walks every entry), so a case whose
+    objects live long enough to set off full collections (``send()``'s delivery handles in
+    flight) paid for the harness's input, 0.35 µs per record of the 0.45 µs the collector
+    took in all; with the tuple, 0.11 of 0.24. The loops read it as they read the list.
+    """
     pad = b"x" * size
-    return [(b"k%d" % (i % 1000), (b"%d|" % i + pad)[:size]) for i in range(n)]
+    return tuple([(b"k%d" % (i % 1000), (b"%d|" % i + pad)[:size]) for i in range(n)])
 
 
-def fill(bootstrap: str, name: str, records: list[tuple[bytes, bytes]]) -> None:
+def fill(bootstrap: str, name: str, records: Sequence[tuple[bytes, bytes]]) -> None:
     """Write ``records`` to ``name`` fast (raw idempotent producer)."""
     p = Producer(
         {

@@ -9,7 +9,7 @@ from typing import Any
 
 from confluent_kafka import Producer as RawProducer
 
-from benchmarks._harness import Result, java_tool, percentiles, topic
+from benchmarks._harness import Payloads, Result, java_tool, percentiles, topic
 from sdk.producer import Producer
 from sdk.profiles import ProducerProfile
 
@@ -32,9 +32,7 @@ def _profile(bootstrap: str, guarantee: str) -> ProducerProfile:
 RAW_POSITIONAL = "raw confluent-kafka, on_delivery positional (alo settings)"
 
 
-def raw_confluent(
-    bootstrap: str, records: list[tuple[bytes, bytes]], size: int, positional: bool = False
-) -> Result:
+def raw_confluent(bootstrap: str, records: Payloads, size: int, positional: bool = False) -> Result:
     """The peer: a bare confluent-kafka loop with the SDK at_least_once settings.
 
     ``positional``: a row for reference, not the target's peer. The peer passes ``on_delivery``
@@ -88,7 +86,7 @@ def raw_confluent(
 
 
 def sdk_producer(
-    bootstrap: str, records: list[tuple[bytes, bytes]], size: int, guarantee: str, api: str = "send"
+    bootstrap: str, records: Payloads, size: int, guarantee: str, api: str = "send"
 ) -> Result:
     """The SDK Producer: ``send()`` per record (or ``send_many``), handles kept, then flush."""
     name = topic(bootstrap)
@@ -139,7 +137,7 @@ def sdk_producer(
     return Result(GROUP, label, size, ok, seconds, p50, p99)
 
 
-def kafka_python(bootstrap: str, records: list[tuple[bytes, bytes]], size: int) -> Result:
+def kafka_python(bootstrap: str, records: Payloads, size: int) -> Result:
     """kafka-python's KafkaProducer with acks=all, idempotence, linger 5 ms."""
     from kafka import KafkaProducer
 

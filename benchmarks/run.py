@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 from benchmarks import _aio, _consumers, _harness, _latency, _producers, _queue, _rpw, _sink
 from benchmarks._harness import (
     CPU_KEYS,
+    Payloads,
     Result,
     bench_topics,
     broker,
@@ -129,7 +130,7 @@ def _cases(args: argparse.Namespace, bs: str, size: int) -> list[tuple[str, Call
     n, slow_n, rpw_n = args.records, min(args.records, args.slow_peer_records), args.rpw_records
     # the producer cases build their own payloads in their child processes: only the groups
     # that fill topics or produce in-process need them here (1 GB at 1 KB)
-    data = payloads(n, size) if args.only & {"consumer", "rpw", "aio", "queue", "sink"} else []
+    data = payloads(n, size) if args.only & {"consumer", "rpw", "aio", "queue", "sink"} else ()
     cases: list[tuple[str, Callable[[], Any]]] = []
     if "producer" in args.only:
         fresh = _producers.in_fresh_process  # each in a new interpreter (see its docstring)
@@ -247,7 +248,7 @@ def _cases(args: argparse.Namespace, bs: str, size: int) -> list[tuple[str, Call
     return cases
 
 
-def _sync_in_aio_group(bs: str, data: list[tuple[bytes, bytes]], size: int) -> Result:
+def _sync_in_aio_group(bs: str, data: Payloads, size: int) -> Result:
     """The sync Producer's send(), in the asyncio group: what the async front end costs."""
     result = _producers.sdk_producer(bs, data, size, "at_least_once")
     result.group, result.case = _aio.GROUP, "SDK Producer at_least_once"

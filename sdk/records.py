@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, TypeVar
 
 if TYPE_CHECKING:
@@ -30,6 +31,21 @@ _new = object.__new__
 
 R = TypeVar("R", bound="ConsumerRecord")
 Out = TypeVar("Out")
+
+HandleRun: TypeAlias = Callable[
+    [
+        "Sequence[KafkaMessage]",
+        int,
+        int,
+        int,
+        Callable[[Any], Any],
+        "type[ConsumerRecord]",
+        float,
+        Callable[[], float],
+    ],
+    "tuple[int, int, ConsumerRecord | None, BaseException | None]",
+]
+"""The Processor's per-record loop: :func:`handle_run` with its ``emit`` bound (the emitter's)."""
 
 
 def view(cls: type[R], msg: KafkaMessage) -> R:
@@ -111,6 +127,24 @@ def handle_run(
     return i, produced, None, None
 
 
+def bound_run(emit: Callable[[Any], None]) -> HandleRun:
+    """:func:`handle_run` with ``emit`` bound: a :data:`HandleRun`."""
+
+    def run(
+        records: Sequence[KafkaMessage],
+        i: int,
+        n: int,
+        stop: int,
+        handler: Callable[[Any], Any],
+        cls: type[ConsumerRecord],
+        due_at: float,
+        clock: Callable[[], float],
+    ) -> tuple[int, int, ConsumerRecord | None, BaseException | None]:
+        return handle_run(records, i, n, stop, handler, emit, cls, due_at, clock)
+
+    return run
+
+
 def emit_run(
     values: Sequence[Iterable[Out] | None],
     i: int,
@@ -181,15 +215,21 @@ class ConsumerRecord:
         self._value = value
         self._raw = raw
 
-    @property
-    def key(self) -> Any:
-        """The deserialized key."""
-        return self._key
+    if TYPE_CHECKING:
 
-    @property
-    def value(self) -> Any:
-        """The deserialized value."""
-        return self._value
+        @property
+        def key(self) -> Any:
+            """The deserialized key."""
+
+        @property
+        def value(self) -> Any:
+            """The deserialized value."""
+
+    else:
+        # getters in C: nearly every handler reads key and value, and a getter written in
+        # Python costs a frame per read (measured: 53 ns against 41 per read)
+        key = property(attrgetter("_key"), doc="The deserialized key.")
+        value = property(attrgetter("_value"), doc="The deserialized value.")
 
     @property
     def raw(self) -> KafkaMessage:

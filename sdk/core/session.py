@@ -46,7 +46,7 @@ from sdk.errors import (
 from sdk.observability import Telemetry, TransactionOutcome, TransactionSpan
 from sdk.producer import Producer
 from sdk.profiles import Guarantee, ProcessingProfile, ProducerProfile
-from sdk.records import Output, TransactionStats
+from sdk.records import HandleRun, Output, TransactionStats
 from sdk.recovery import Recovery, decide
 
 __all__ = ["TransactionSession", "transactional_id_for"]
@@ -209,6 +209,13 @@ class TransactionSession:
         as :meth:`produce` does.
         """
         return self.output.emitter()
+
+    def emitters(self) -> tuple[Callable[[Output], None], HandleRun]:
+        """:meth:`emitter`, and ``handle_run`` built on it (``TransactionalOutput.emitters``).
+
+        Valid as :meth:`emitter` is.
+        """
+        return self.output.emitters()
 
     def serve(self) -> None:
         """Serve delivery reports and client events (once per polled batch).

@@ -35,7 +35,7 @@ from sdk.processor._records import (
     chosen_handler,
 )
 from sdk.profiles import Guarantee, ProcessingProfile
-from sdk.records import ConsumerRecord, Output, emit_run, handle_run, last_positions, view
+from sdk.records import ConsumerRecord, Output, bound_run, emit_run, last_positions, view
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
@@ -158,8 +158,7 @@ class TransactionHandling:
             self._handle_traced(records)
         else:
             self._handle_records(records, computed)
-        failed = self.serve()
-        if failed is not None:
+        if (failed := self.serve()) is not None:
             self._commits.recover(failed)
 
     def serve(self) -> KafkaClientError | None:
@@ -307,7 +306,7 @@ class TransactionHandling:
         out: no span context manager, the handler's first attempt inline (the failure policy
         takes over only when it raises), outputs queued without a poll each (:meth:`handle`
         serves delivery reports once per batch) and counters added per run of records. The
-        per-record steps run in :func:`~sdk.records.handle_run` (or, for the first
+        per-record steps run in the emitter's :func:`~sdk.records.handle_run` (or, for the first
         ``len(computed)`` records, whose handlers ran already, :func:`~sdk.records.emit_run`);
         this method takes over when a record raised.
 
@@ -328,16 +327,17 @@ class TransactionHandling:
                 txn.begin()
             except KafkaClientError as exc:
                 return i, exc
-        span, start, due_at = txn.span, i, commits.last_commit + interval_s
-        emit, produced = self._waiting(txn.emitter()), 0
+        span, start, due_at, produced = txn.span, i, commits.last_commit + interval_s, 0
+        emit, run = txn.emitters()
+        if self._outputs_wait is not None:  # each output retried alone: no inline loop
+            run = bound_run(emit := self._waiting(emit))
         # records[marked:i] are handled but not yet in the positions and the pending
         # count: those are brought up to date once per run of records, not per record
         marked, room = i, limit - commits.pending
         failed: KafkaClientError | None = None  # set: nothing of this run is kept
         try:
             while True:
-                # the per-record steps run in handle_run; it comes
-                # back here when the run stops, or with what records[i] raised
+                # handle_run's per-record steps; back when the run stops or records[i] raised
                 stop = min(marked + room, end)
                 if i < lead:  # handlers run ahead (sdk.aio): their outputs only
                     upto = min(stop, lead)
@@ -347,8 +347,8 @@ class TransactionHandling:
                         raise error  # emit or the clock
                     if i < upto or i >= stop:
                         break  # due, or at the transaction's record limit
-                i, emitted, record, error = handle_run(
-                    records, i, end, stop, handler, emit, ConsumerRecord, due_at, monotonic
+                i, emitted, record, error = run(
+                    records, i, end, stop, handler, ConsumerRecord, due_at, monotonic
                 )
                 produced += emitted
                 if error is None:

@@ -22,19 +22,29 @@ with one output ``out``,
 The fast path does not call ``span.add()`` per output (that would double its cost): whoever
 made the emitter hands it to the span, which adds ``emitted`` when its count is read
 (``TransactionSpan.count_from``).
+
+:attr:`Emitter.run` is :func:`sdk.records.handle_run` with this ``emit``: the same contract
+(arguments, returns, stops, what it returns instead of raising), with the fast path's
+commonest case inline in the loop instead of a call per output. That case is a plain
+``(topic, value, key)`` tuple, or an ``OutputRecord`` without headers and partition, whose
+topic is in ``known`` and whose value and key are not ``str``; every other output goes to
+``emit`` itself, so the outcome of each output is as ``emit``'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sdk._client import DeliveryCallback
+    from sdk._message import KafkaMessage
     from sdk.observability import TransactionSpan
-    from sdk.records import Output, OutputRecord
+    from sdk.records import ConsumerRecord, HandleRun, Output, OutputRecord
 
 __all__ = ["Emitter"]
+
+_new = object.__new__
 
 
 class Emitter:
@@ -44,7 +54,7 @@ class Emitter:
     calling an instance costs a lookup of ``__call__`` and reads of its slots on top.
     """
 
-    __slots__ = ("_count", "emit")
+    __slots__ = ("_count", "emit", "run")
 
     def __init__(
         self,
@@ -89,11 +99,85 @@ class Emitter:
                     return
             enqueue(out, span)
 
+        def run(
+            records: Sequence[KafkaMessage],
+            i: int,
+            n: int,
+            stop: int,
+            handler: Callable[[Any], Any],
+            view: type[ConsumerRecord],
+            due_at: float,
+            clock: Callable[[], float],
+        ) -> tuple[int, int, ConsumerRecord | None, BaseException | None]:
+            # sdk.records.handle_run's loop (keep the two in step), with emit's commonest
+            # case inline: a call per output is a third of what the SDK adds per record
+            nonlocal emitted
+            produced = fast = 0
+            new = _new
+            try:
+                while i < n:
+                    try:  # sdk.records.view, inlined
+                        msg = records[i]
+                        record = new(view)
+                        record._key, record._value, record._raw = msg.key(), msg.value(), msg
+                    except BaseException as exc:
+                        return i, produced, None, exc
+                    try:
+                        outputs = handler(record)
+                        if type(outputs) is not list:
+                            outputs = list(outputs or ())
+                    except BaseException as exc:
+                        return i, produced, record, exc
+                    try:
+                        for out in outputs:
+                            kind = type(out)
+                            fields: tuple[Any, ...] = out
+                            if kind is tuple and len(fields) == 3:
+                                topic, value, key = fields
+                            elif kind is cls and fields[3] is None and fields[4] is None:
+                                topic, value, key = fields[0], fields[1], fields[2]
+                            else:
+                                emit(out)
+                                produced += 1
+                                continue
+                            if topic in known and type(value) is not str and type(key) is not str:
+                                try:
+                                    if callback is None:
+                                        produce(topic, value, key)
+                                    else:
+                                        produce(topic, value, key, -1, callback)
+                                except Exception:  # as emit: the general path waits/translates
+                                    pass
+                                else:
+                                    fast += 1
+                                    produced += 1
+                                    continue
+                                enqueue(out, span)  # outside the except: no chained context
+                            else:
+                                emit(out)
+                            produced += 1
+                    except BaseException as exc:
+                        return i, produced, None, exc
+                    i += 1
+                    if i >= stop:
+                        break
+                    try:
+                        late = clock() >= due_at
+                    except BaseException as exc:
+                        return i, produced, None, exc
+                    if late:
+                        break
+                return i, produced, None, None
+            finally:
+                emitted += fast
+
         def count() -> int:
             return emitted
 
         self.emit: Callable[[Output], None] = emit
         """Queue one output (see the module docstring)."""
+        self.run: HandleRun = run
+        """``handle_run`` with :attr:`emit`, its commonest case inline (the module docstring)."""
         self._count = count
 
     @property

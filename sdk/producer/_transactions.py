@@ -45,7 +45,7 @@ from sdk.observability import Telemetry, TransactionOutcome, TransactionSpan
 from sdk.producer._bounded import ABANDONED, STALL_GRACE_S, CallStuckError, bounded
 from sdk.producer._emitter import Emitter
 from sdk.producer._records import ProducerRecord
-from sdk.records import Output, OutputRecord, TransactionStats
+from sdk.records import HandleRun, Output, OutputRecord, TransactionStats, bound_run
 
 if TYPE_CHECKING:
     from sdk.producer._producer import Producer
@@ -410,7 +410,15 @@ class TransactionalOutput:
             client.poll(0)
 
     def emitter(self) -> Callable[[Output], None]:
-        """A function that queues one handler output: the Processor's hot path.
+        """A function that queues one handler output: the first of :meth:`emitters`."""
+        return self.emitters()[0]
+
+    def emitters(self) -> tuple[Callable[[Output], None], HandleRun]:
+        """A function that queues one handler output, and the loop built on it.
+
+        The function is the Processor's hot path; the loop is :func:`sdk.records.handle_run`
+        with that function (on the fast path its commonest case inline:
+        :attr:`sdk.producer._emitter.Emitter.run`).
 
         An output with nothing to do (bytes or str, no headers, no partition, librdkafka places
         it, topic seen before) goes straight to ``client.produce``; any other output, and any
@@ -431,14 +439,15 @@ class TransactionalOutput:
         enqueue, span = self._enqueue, self.span
         producer = self._producer
         if self._slot.observed or not producer._fast:
-            return lambda out: enqueue(out, span)
+            emit = lambda out: enqueue(out, span)  # noqa: E731  # one name for two uses
+            return emit, bound_run(emit)
         client = self.client()
         callback = None if self.transactional else producer._ledger.on_batch_delivery
         known = producer._known_topics
         emitter = Emitter(OutputRecord, positional_produce(client), known, enqueue, span, callback)
         if span is not None:
             span.count_from(emitter)  # its fast path counts in itself, not per output on the span
-        return emitter.emit
+        return emitter.emit, emitter.run
 
     def queue_half_full(self) -> bool:
         """Whether the local queue holds half of ``queue.buffering.max.messages`` or more.

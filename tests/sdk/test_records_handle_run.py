@@ -19,11 +19,39 @@ import pytest
 from confluent_kafka import Message
 
 from sdk import records
-from sdk.records import ConsumerRecord
+from sdk.producer._emitter import Emitter
+from sdk.records import ConsumerRecord, OutputRecord
 
 Run = Callable[..., tuple[int, int, Any, BaseException | None]]
 
-RUNS: list[Any] = [pytest.param(records.handle_run, id="handle_run")]
+
+def _emitter_run(
+    msgs: Any,
+    i: int,
+    n: int,
+    stop: int,
+    handler: Any,
+    emit: Any,
+    cls: Any,
+    due_at: float,
+    clock: Any,
+) -> tuple[int, int, Any, BaseException | None]:
+    """The Processor's emitter's loop (``Emitter.run``) as ``handle_run``, ``emit`` its general
+    path: ``produce`` refuses every output, so each one, inline case or not, reaches ``emit``."""
+    if emit is None or clock is None:
+        pytest.skip("the emitter's loop always emits and reads the clock (the Processor's)")
+
+    def refuse(*args: Any) -> None:
+        raise BufferError("Local: Queue full")
+
+    emitter = Emitter(OutputRecord, refuse, {"out"}, lambda out, span: emit(out), None, None)
+    return emitter.run(msgs, i, n, stop, handler, cls, due_at, clock)
+
+
+RUNS: list[Any] = [
+    pytest.param(records.handle_run, id="handle_run"),
+    pytest.param(_emitter_run, id="emitter-run"),
+]
 
 
 class _Broken(Message):

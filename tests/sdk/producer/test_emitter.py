@@ -14,7 +14,7 @@ import pytest
 from sdk.producer import _emitter
 from sdk.producer._producer import Producer
 from sdk.profiles import ProducerProfile
-from sdk.records import OutputRecord
+from sdk.records import ConsumerRecord, OutputRecord
 
 
 class _Emitter(_emitter.Emitter):
@@ -26,7 +26,34 @@ class _Emitter(_emitter.Emitter):
         self.emit(out)
 
 
-MAKERS: list[Any] = [pytest.param(_Emitter, id="emitter")]
+class _Message:
+    """What the emitter's loop reads of a consumed message (its key and value)."""
+
+    def key(self) -> bytes:
+        return b"in-k"
+
+    def value(self) -> bytes:
+        return b"in-v"
+
+
+class _Run(_emitter.Emitter):
+    """The emitter's loop (``run``): one record, whose handler returns the output.
+
+    ``run`` returns what it would raise; this raises it, as ``emit`` would.
+    """
+
+    __slots__ = ()
+
+    def __call__(self, out: Any) -> None:
+        i, produced, record, error = self.run(
+            [_Message()], 0, 1, 1, lambda record: [out], ConsumerRecord, 1.0, lambda: 0.0
+        )
+        if error is not None:
+            raise error
+        assert (i, produced, record) == (1, 1, None)
+
+
+MAKERS: list[Any] = [pytest.param(_Emitter, id="emitter"), pytest.param(_Run, id="run")]
 
 
 class _Calls:
