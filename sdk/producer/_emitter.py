@@ -33,6 +33,7 @@ topic is in ``known`` and whose value and key are not ``str``; every other outpu
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = ["Emitter"]
 
 _new = object.__new__
+_refs = sys.getrefcount
 
 
 class Emitter:
@@ -114,11 +116,13 @@ class Emitter:
             nonlocal emitted
             produced = fast = 0
             new = _new
+            record: Any = None
             try:
                 while i < n:
-                    try:  # sdk.records.view, inlined
+                    try:  # sdk.records.view, inlined; reused as handle_run reuses it
                         msg = records[i]
-                        record = new(view)
+                        if record is None or _refs(record) > 2:
+                            record = new(view)
                         record._key, record._value, record._raw = msg.key(), msg.value(), msg
                     except BaseException as exc:
                         return i, produced, None, exc

@@ -326,3 +326,24 @@ def test_a_record_the_handler_keeps_is_never_changed_by_the_next_one(run: Run) -
         (i, b"k%d" % i, b"v%d" % i) for i in (0, 3, 6, 9)
     ]
     assert [r.raw for r in kept] == [msgs[i] for i in (0, 3, 6, 9)]
+
+
+def test_a_view_nobody_kept_is_the_next_records_view(run: Run) -> None:
+    """One view for a run whose handler keeps no record; a kept one makes the next one new."""
+    views: list[int] = []
+    kept: list[ConsumerRecord] = []
+
+    def handler(record: ConsumerRecord) -> None:
+        views.append(id(record))
+        assert (record.offset, record.key, record.value) == (
+            len(views) - 1,
+            b"k%d" % (len(views) - 1),
+            b"v%d" % (len(views) - 1),
+        )
+        if record.offset == 2:
+            kept.append(record)
+
+    result = run(_messages(6), 0, 6, 6, handler, lambda out: None, ConsumerRecord, 1.0, _never)
+    assert result == (6, 0, None, None)
+    assert views[0] == views[1] == views[2] and len(set(views[3:])) == 1
+    assert views[3] != views[2] and kept[0].offset == 2
