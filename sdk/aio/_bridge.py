@@ -13,6 +13,7 @@ import asyncio
 import collections
 import concurrent.futures
 import contextlib
+import sys
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -24,6 +25,8 @@ __all__ = ["HandlerCancelled", "HandlersAhead", "LoopBridge"]
 
 T = TypeVar("T")
 A = TypeVar("A")
+_new = object.__new__
+_refs = sys.getrefcount
 
 
 class HandlerCancelled(BaseException):  # a signal through the sync core, not an error
@@ -310,12 +313,19 @@ class HandlersAhead:
         lists = self._lists
         try:
             keep = values.append  # with finish the values are dropped (one append each)
+            record: ConsumerRecord | None = None
             while i < n:
                 if stopped():
                     break
-                record = view(ConsumerRecord, messages[i]) if prepared is None else prepared[i]
-                if record is None:
-                    break
+                if prepared is not None:
+                    record = prepared[i]
+                    if record is None:
+                        break
+                else:  # view(), inlined; reused as sdk.records.handle_run reuses it
+                    if record is None or _refs(record) > 2:
+                        record = _new(ConsumerRecord)
+                    msg = messages[i]
+                    record._key, record._value, record._raw = msg.key(), msg.value(), msg
                 value = await handler(record)
                 if lists and value is not None and type(value) is not list:
                     rest.append((messages[i], _OK, value))  # the core makes it a list

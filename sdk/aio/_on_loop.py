@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager
@@ -176,7 +177,8 @@ class _Batches:
                 consumer._offsets.rewind_rest(client, messages, engine.in_flight)
             return
         handler, stopped, handled = self._handler, engine.stopped, consumer._offsets.handled
-        monotonic, new = time.monotonic, object.__new__
+        monotonic, new, refs = time.monotonic, object.__new__, sys.getrefcount
+        record: ConsumerRecord | None = None
         n = len(messages)
         done = stored = others = 0
         store_every_s = consumer._handling.store_every_s  # the sync hot loop's bound
@@ -186,7 +188,9 @@ class _Batches:
                 if stopped():  # before each record, as on the bridge: a stop from a handler
                     break  # ends the run after it; the rest is not stored: read again
                 message = messages[done]
-                record = new(ConsumerRecord)  # view(ConsumerRecord, message), inlined
+                # view(ConsumerRecord, message), inlined; reused as sdk.records.handle_run does
+                if record is None or refs(record) > 2:
+                    record = new(ConsumerRecord)
                 record._key, record._value, record._raw = message.key(), message.value(), message
                 try:
                     await handler(record)

@@ -69,13 +69,18 @@ def test_cancelling_the_run_cancels_the_running_handlers_and_loses_nothing(
     seed_keys(bs, topic, 1_000, 500)
     handled: list[int] = []
     cancelled: list[int] = []
+    running = 0
 
     async def slow(record: ConsumerRecord) -> None:
+        nonlocal running
+        running += 1
         try:
             await asyncio.sleep(0.05)
         except asyncio.CancelledError:
             cancelled.append(int(record.value))
             raise
+        finally:
+            running -= 1
         handled.append(int(record.value))
 
     async def fast(record: ConsumerRecord) -> None:
@@ -85,8 +90,10 @@ def test_cancelling_the_run_cancels_the_running_handlers_and_loses_nothing(
         prof = profile(bs, "at_least_once", group, auto_offset_reset="earliest")
         async with AsyncConsumer(prof, [topic], value_deserializer="str") as consumer:
             task = asyncio.create_task(consumer.run(slow, concurrency=16, idle_timeout_s=20))
-            while len(handled) < 100:
-                await asyncio.sleep(0.01)
+            # cancelled while handlers sleep: between polled batches none may be running (the
+            # check and the cancel run on the loop with nothing in between)
+            while len(handled) < 100 or not running:
+                await asyncio.sleep(0.001)
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
