@@ -49,6 +49,12 @@ HandleRun: TypeAlias = Callable[
 ]
 """The Processor's per-record loop: :func:`handle_run` with its ``emit`` bound (the emitter's)."""
 
+EmitRun: TypeAlias = Callable[
+    ["Sequence[Iterable[Output] | None]", int, int, float, Callable[[], float]],
+    "tuple[int, int, BaseException | None]",
+]
+"""``emit_run(values, i, stop, due_at, clock)``: :func:`emit_run` with its ``emit`` bound."""
+
 
 def view(cls: type[R], msg: KafkaMessage) -> R:
     """A record of ``cls`` over ``msg``, key and value as the message has them."""
@@ -149,6 +155,21 @@ def bound_run(emit: Callable[[Any], None]) -> HandleRun:
         clock: Callable[[], float],
     ) -> tuple[int, int, ConsumerRecord | None, BaseException | None]:
         return handle_run(records, i, n, stop, handler, emit, cls, due_at, clock)
+
+    return run
+
+
+def bound_emit_run(emit: Callable[[Any], None]) -> EmitRun:
+    """:func:`emit_run` with ``emit`` bound: an :data:`EmitRun`."""
+
+    def run(
+        values: Sequence[Iterable[Any] | None],
+        i: int,
+        stop: int,
+        due_at: float,
+        clock: Callable[[], float],
+    ) -> tuple[int, int, BaseException | None]:
+        return emit_run(values, i, stop, emit, due_at, clock)
 
     return run
 

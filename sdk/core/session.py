@@ -46,7 +46,7 @@ from sdk.errors import (
 from sdk.observability import Telemetry, TransactionOutcome, TransactionSpan
 from sdk.producer import Producer
 from sdk.profiles import Guarantee, ProcessingProfile, ProducerProfile
-from sdk.records import HandleRun, Output, TransactionStats
+from sdk.records import EmitRun, HandleRun, Output, TransactionStats
 from sdk.recovery import Recovery, decide
 
 __all__ = ["TransactionSession", "transactional_id_for"]
@@ -210,8 +210,8 @@ class TransactionSession:
         """
         return self.output.emitter()
 
-    def emitters(self) -> tuple[Callable[[Output], None], HandleRun]:
-        """:meth:`emitter`, and ``handle_run`` built on it (``TransactionalOutput.emitters``).
+    def emitters(self) -> tuple[Callable[[Output], None], HandleRun, EmitRun]:
+        """:meth:`emitter`, and ``handle_run`` and ``emit_run`` on it (``TransactionalOutput``).
 
         Valid as :meth:`emitter` is.
         """

@@ -35,7 +35,7 @@ from sdk.processor._records import (
     chosen_handler,
 )
 from sdk.profiles import Guarantee, ProcessingProfile
-from sdk.records import ConsumerRecord, Output, bound_run, emit_run, last_positions, view
+from sdk.records import ConsumerRecord, Output, bound_emit_run, bound_run, last_positions, view
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
@@ -328,9 +328,9 @@ class TransactionHandling:
             except KafkaClientError as exc:
                 return i, exc
         span, start, due_at, produced = txn.span, i, commits.last_commit + interval_s, 0
-        emit, run = txn.emitters()
+        emit, run, lead_run = txn.emitters()
         if self._outputs_wait is not None:  # each output retried alone: no inline loop
-            run = bound_run(emit := self._waiting(emit))
+            run, lead_run = bound_run(emit := self._waiting(emit)), bound_emit_run(emit)
         # records[marked:i] are handled but not yet in the positions and the pending
         # count: those are brought up to date once per run of records, not per record
         marked, room = i, limit - commits.pending
@@ -341,7 +341,7 @@ class TransactionHandling:
                 stop = min(marked + room, end)
                 if i < lead:  # handlers run ahead (sdk.aio): their outputs only
                     upto = min(stop, lead)
-                    i, emitted, error = emit_run(computed, i, upto, emit, due_at, monotonic)
+                    i, emitted, error = lead_run(computed, i, upto, due_at, monotonic)
                     produced += emitted
                     if error is not None:
                         raise error  # emit or the clock

@@ -28,25 +28,34 @@ made the emitter hands it to the span, which adds ``emitted`` when its count is 
 commonest case inline in the loop instead of a call per output. That case is a plain
 ``(topic, value, key)`` tuple, or an ``OutputRecord`` without headers and partition, whose
 topic is in ``known`` and whose value and key are not ``str``; every other output goes to
-``emit`` itself, so the outcome of each output is as ``emit``'s.
+``emit`` itself, so the outcome of each output is as ``emit``'s. :attr:`Emitter.emit_run` is
+:func:`sdk.records.emit_run` with this ``emit`` in the same way (the outputs of handlers that
+ran already: ``sdk.aio``), the same loop without the view and the handler.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sdk._client import DeliveryCallback
     from sdk._message import KafkaMessage
     from sdk.observability import TransactionSpan
-    from sdk.records import ConsumerRecord, HandleRun, Output, OutputRecord
+    from sdk.records import ConsumerRecord, EmitRun, HandleRun, Output, OutputRecord
 
 __all__ = ["Emitter"]
 
 _new = object.__new__
 _refs = sys.getrefcount
+
+
+def _none(record: object) -> None:
+    """The handler of :attr:`Emitter.emit_run`'s loop, never called (its values are given)."""
+
+
+_View: Any = object  # the view type of that loop, never made
 
 
 class Emitter:
@@ -56,7 +65,7 @@ class Emitter:
     calling an instance costs a lookup of ``__call__`` and reads of its slots on top.
     """
 
-    __slots__ = ("_count", "emit", "run")
+    __slots__ = ("_count", "emit", "emit_run", "run")
 
     def __init__(
         self,
@@ -101,7 +110,7 @@ class Emitter:
                     return
             enqueue(out, span)
 
-        def run(
+        def loop(
             records: Sequence[KafkaMessage],
             i: int,
             n: int,
@@ -110,28 +119,35 @@ class Emitter:
             view: type[ConsumerRecord],
             due_at: float,
             clock: Callable[[], float],
+            values: Sequence[Iterable[Output] | None] | None,
         ) -> tuple[int, int, ConsumerRecord | None, BaseException | None]:
             # sdk.records.handle_run's loop (keep the two in step), with emit's commonest
-            # case inline: a call per output is a third of what the SDK adds per record
+            # case inline: a call per output is a third of what the SDK adds per record;
+            # with values, sdk.records.emit_run's: values[i] are record i's outputs
             nonlocal emitted
             produced = fast = 0
             new = _new
             record: Any = None
             try:
                 while i < n:
-                    try:  # sdk.records.view, inlined; reused as handle_run reuses it
-                        msg = records[i]
-                        if record is None or _refs(record) > 2:
-                            record = new(view)
-                        record._key, record._value, record._raw = msg.key(), msg.value(), msg
-                    except BaseException as exc:
-                        return i, produced, None, exc
-                    try:
-                        outputs = handler(record)
-                        if type(outputs) is not list:
-                            outputs = list(outputs or ())
-                    except BaseException as exc:
-                        return i, produced, record, exc
+                    if values is not None:
+                        outputs = values[i]
+                        if outputs is None:
+                            outputs = ()
+                    else:
+                        try:  # sdk.records.view, inlined; reused as handle_run reuses it
+                            msg = records[i]
+                            if record is None or _refs(record) > 2:
+                                record = new(view)
+                            record._key, record._value, record._raw = msg.key(), msg.value(), msg
+                        except BaseException as exc:
+                            return i, produced, None, exc
+                        try:
+                            outputs = handler(record)
+                            if type(outputs) is not list:
+                                outputs = list(outputs or ())
+                        except BaseException as exc:
+                            return i, produced, record, exc
                     try:
                         for out in outputs:
                             kind = type(out)
@@ -175,6 +191,28 @@ class Emitter:
             finally:
                 emitted += fast
 
+        def run(
+            records: Sequence[KafkaMessage],
+            i: int,
+            n: int,
+            stop: int,
+            handler: Callable[[Any], Any],
+            view: type[ConsumerRecord],
+            due_at: float,
+            clock: Callable[[], float],
+        ) -> tuple[int, int, ConsumerRecord | None, BaseException | None]:
+            return loop(records, i, n, stop, handler, view, due_at, clock, None)
+
+        def emit_run(
+            values: Sequence[Iterable[Output] | None],
+            i: int,
+            stop: int,
+            due_at: float,
+            clock: Callable[[], float],
+        ) -> tuple[int, int, BaseException | None]:
+            i, produced, _, error = loop((), i, stop, stop, _none, _View, due_at, clock, values)
+            return i, produced, error
+
         def count() -> int:
             return emitted
 
@@ -182,6 +220,8 @@ class Emitter:
         """Queue one output (see the module docstring)."""
         self.run: HandleRun = run
         """``handle_run`` with :attr:`emit`, its commonest case inline (the module docstring)."""
+        self.emit_run: EmitRun = emit_run
+        """``sdk.records.emit_run`` with :attr:`emit`, its commonest case inline, as :attr:`run`."""
         self._count = count
 
     @property

@@ -45,7 +45,15 @@ from sdk.observability import Telemetry, TransactionOutcome, TransactionSpan
 from sdk.producer._bounded import ABANDONED, STALL_GRACE_S, CallStuckError, bounded
 from sdk.producer._emitter import Emitter
 from sdk.producer._records import ProducerRecord
-from sdk.records import HandleRun, Output, OutputRecord, TransactionStats, bound_run
+from sdk.records import (
+    EmitRun,
+    HandleRun,
+    Output,
+    OutputRecord,
+    TransactionStats,
+    bound_emit_run,
+    bound_run,
+)
 
 if TYPE_CHECKING:
     from sdk.producer._producer import Producer
@@ -413,12 +421,12 @@ class TransactionalOutput:
         """A function that queues one handler output: the first of :meth:`emitters`."""
         return self.emitters()[0]
 
-    def emitters(self) -> tuple[Callable[[Output], None], HandleRun]:
-        """A function that queues one handler output, and the loop built on it.
+    def emitters(self) -> tuple[Callable[[Output], None], HandleRun, EmitRun]:
+        """A function that queues one handler output, and the two loops built on it.
 
-        The function is the Processor's hot path; the loop is :func:`sdk.records.handle_run`
-        with that function (on the fast path its commonest case inline:
-        :attr:`sdk.producer._emitter.Emitter.run`).
+        The function is the Processor's hot path; the loops are :func:`sdk.records.handle_run`
+        and :func:`sdk.records.emit_run` with that function (on the fast path its commonest
+        case inline: :attr:`sdk.producer._emitter.Emitter.run` and ``emit_run``).
 
         An output with nothing to do (bytes or str, no headers, no partition, librdkafka places
         it, topic seen before) goes straight to ``client.produce``; any other output, and any
@@ -440,14 +448,14 @@ class TransactionalOutput:
         producer = self._producer
         if self._slot.observed or not producer._fast:
             emit = lambda out: enqueue(out, span)  # noqa: E731  # one name for two uses
-            return emit, bound_run(emit)
+            return emit, bound_run(emit), bound_emit_run(emit)
         client = self.client()
         callback = None if self.transactional else producer._ledger.on_batch_delivery
         known = producer._known_topics
         emitter = Emitter(OutputRecord, positional_produce(client), known, enqueue, span, callback)
         if span is not None:
             span.count_from(emitter)  # its fast path counts in itself, not per output on the span
-        return emitter.emit, emitter.run
+        return emitter.emit, emitter.run, emitter.emit_run
 
     def queue_half_full(self) -> bool:
         """Whether the local queue holds half of ``queue.buffering.max.messages`` or more.

@@ -53,7 +53,23 @@ class _Run(_emitter.Emitter):
         assert (i, produced, record) == (1, 1, None)
 
 
-MAKERS: list[Any] = [pytest.param(_Emitter, id="emitter"), pytest.param(_Run, id="run")]
+class _EmitRun(_emitter.Emitter):
+    """The emitter's loop over outputs computed already (``emit_run``): one record's, ``[out]``."""
+
+    __slots__ = ()
+
+    def __call__(self, out: Any) -> None:
+        i, produced, error = self.emit_run([[out]], 0, 1, 1.0, lambda: 0.0)
+        if error is not None:
+            raise error
+        assert (i, produced) == (1, 1)
+
+
+MAKERS: list[Any] = [
+    pytest.param(_Emitter, id="emitter"),
+    pytest.param(_Run, id="run"),
+    pytest.param(_EmitRun, id="emit-run"),
+]
 
 
 class _Calls:
