@@ -119,7 +119,7 @@ class Emitter:
             view: type[ConsumerRecord],
             due_at: float,
             clock: Callable[[], float],
-            values: Sequence[Iterable[Output] | None] | None,
+            values: Sequence[Iterable[Output] | None] | None = None,
         ) -> tuple[int, int, ConsumerRecord | None, BaseException | None]:
             # sdk.records.handle_run's loop (keep the two in step), with emit's commonest
             # case inline: a call per output is a third of what the SDK adds per record;
@@ -191,18 +191,6 @@ class Emitter:
             finally:
                 emitted += fast
 
-        def run(
-            records: Sequence[KafkaMessage],
-            i: int,
-            n: int,
-            stop: int,
-            handler: Callable[[Any], Any],
-            view: type[ConsumerRecord],
-            due_at: float,
-            clock: Callable[[], float],
-        ) -> tuple[int, int, ConsumerRecord | None, BaseException | None]:
-            return loop(records, i, n, stop, handler, view, due_at, clock, None)
-
         def emit_run(
             values: Sequence[Iterable[Output] | None],
             i: int,
@@ -218,7 +206,7 @@ class Emitter:
 
         self.emit: Callable[[Output], None] = emit
         """Queue one output (see the module docstring)."""
-        self.run: HandleRun = run
+        self.run: HandleRun = loop  # values None: handle_run's contract
         """``handle_run`` with :attr:`emit`, its commonest case inline (the module docstring)."""
         self.emit_run: EmitRun = emit_run
         """``sdk.records.emit_run`` with :attr:`emit`, its commonest case inline, as :attr:`run`."""
