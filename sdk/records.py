@@ -40,7 +40,7 @@ HandleRun: TypeAlias = Callable[
         int,
         int,
         int,
-        Callable[[Any], Any],
+        "Callable[[ConsumerRecord], object]",
         "type[ConsumerRecord]",
         float,
         Callable[[], float],
@@ -141,7 +141,7 @@ def handle_run(
     return i, produced, None, None
 
 
-def bound_run(emit: Callable[[Any], None]) -> HandleRun:
+def bound_run(emit: Callable[[Output], None]) -> HandleRun:
     """:func:`handle_run` with ``emit`` bound: a :data:`HandleRun`."""
 
     def run(
@@ -149,7 +149,7 @@ def bound_run(emit: Callable[[Any], None]) -> HandleRun:
         i: int,
         n: int,
         stop: int,
-        handler: Callable[[Any], Any],
+        handler: Callable[[ConsumerRecord], object],
         cls: type[ConsumerRecord],
         due_at: float,
         clock: Callable[[], float],
@@ -159,11 +159,11 @@ def bound_run(emit: Callable[[Any], None]) -> HandleRun:
     return run
 
 
-def bound_emit_run(emit: Callable[[Any], None]) -> EmitRun:
+def bound_emit_run(emit: Callable[[Output], None]) -> EmitRun:
     """:func:`emit_run` with ``emit`` bound: an :data:`EmitRun`."""
 
     def run(
-        values: Sequence[Iterable[Any] | None],
+        values: Sequence[Iterable[Output] | None],
         i: int,
         stop: int,
         due_at: float,

@@ -37,13 +37,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
+
+from sdk.records import ConsumerRecord
 
 if TYPE_CHECKING:
     from sdk._client import DeliveryCallback
     from sdk._message import KafkaMessage
     from sdk.observability import TransactionSpan
-    from sdk.records import ConsumerRecord, EmitRun, HandleRun, Output, OutputRecord
+    from sdk.records import EmitRun, HandleRun, Output, OutputRecord
 
 __all__ = ["Emitter"]
 
@@ -55,7 +57,10 @@ def _none(record: object) -> None:
     """The handler of :attr:`Emitter.emit_run`'s loop, never called (its values are given)."""
 
 
-_View: Any = object  # the view type of that loop, never made
+class _Never(ConsumerRecord):
+    """The view type of that loop, never made."""
+
+    __slots__ = ()
 
 
 class Emitter:
@@ -115,7 +120,7 @@ class Emitter:
             i: int,
             n: int,
             stop: int,
-            handler: Callable[[Any], Any],
+            handler: Callable[[ConsumerRecord], object],
             view: type[ConsumerRecord],
             due_at: float,
             clock: Callable[[], float],
@@ -127,7 +132,7 @@ class Emitter:
             nonlocal emitted
             produced = fast = 0
             new = _new
-            record: Any = None
+            record: ConsumerRecord | None = None
             try:
                 while i < n:
                     if values is not None:
@@ -143,15 +148,17 @@ class Emitter:
                         except BaseException as exc:
                             return i, produced, None, exc
                         try:
-                            outputs = handler(record)
-                            if type(outputs) is not list:
-                                outputs = list(outputs or ())
+                            returned = handler(record)
+                            if type(returned) is list:
+                                outputs = returned
+                            else:
+                                outputs = list(cast("Iterable[Output]", returned or ()))
                         except BaseException as exc:
                             return i, produced, record, exc
                     try:
                         for out in outputs:
                             kind = type(out)
-                            fields: tuple[Any, ...] = out
+                            fields: tuple[object, ...] = out
                             if kind is tuple and len(fields) == 3:
                                 topic, value, key = fields
                             elif kind is cls and fields[3] is None and fields[4] is None:
@@ -198,7 +205,7 @@ class Emitter:
             due_at: float,
             clock: Callable[[], float],
         ) -> tuple[int, int, BaseException | None]:
-            i, produced, _, error = loop((), i, stop, stop, _none, _View, due_at, clock, values)
+            i, produced, _, error = loop((), i, stop, stop, _none, _Never, due_at, clock, values)
             return i, produced, error
 
         def count() -> int:
