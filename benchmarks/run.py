@@ -476,8 +476,8 @@ def _plot(rows: list[Result], path: Path) -> None:
 
 BACK_TO_BACK: tuple[tuple[str, ...], ...] = (
     ("raw producer", "SDK alo send"),
-    ("raw handler loop", "SDK alo run"),
-    ("Processor eos", "hand-written eos (handler)"),
+    ("raw handler loop", "SDK alo run", "SDK AsyncConsumer run"),
+    ("hand-written eos (handler)", "Processor eos", "AsyncProcessor eos"),
     ("SDK AsyncProducer", "raw AIOProducer"),
     ("queue raw x1", "queue sdk x1"),
     ("queue raw x4", "queue sdk x4"),
@@ -489,6 +489,8 @@ Measured (1 KB, ``send()`` against the raw producer): rotated one case at a time
 up to five minutes apart, and the same code's client CPU per record moved by up to 2x with the
 machine over minutes. Run next to each other, ours first every other repetition (a
 block runs backwards with the rest), a ratio compares two cases on the same machine state.
+An asyncio twin runs beside its sync twin, which runs beside its peer: the async-over-sync
+targets are judged the same way.
 """
 
 
