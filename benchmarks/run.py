@@ -313,9 +313,10 @@ class Ratio(NamedTuple):
     gaps: list[float]
     """Each repetition's client CPU µs/record, ours minus the peer's, in the order they ran.
 
-    Paired per repetition: the two ran back to back (:data:`BACK_TO_BACK`), so the machine's
-    drift over minutes, which moves both, drops out of the difference. The median of these is
-    what a per-record cost target is judged by, not the difference of the two medians.
+    Paired per repetition. Where :data:`BACK_TO_BACK` runs the two next to each other, the
+    machine's drift over minutes, which moves both, drops out of the difference; the median of
+    these is then what a per-record cost target is judged by, not the difference of the two
+    medians (:attr:`cpu`).
     """
 
     @property
@@ -333,8 +334,8 @@ def _ratios(rows: list[Result], results: list[Result]) -> list[Ratio]:
     """Every comparison of :data:`TARGETS` that ran, by target, then by size.
 
     ``rows``: the medians (:func:`median_results`); ``results``: every repetition's
-    measurements, which give each repetition's ratio of the two (back to back where
-    :data:`BACK_TO_BACK` puts them together).
+    measurements, which give each repetition's ratio of the two and its client CPU gap (back
+    to back where :data:`BACK_TO_BACK` puts them together).
     """
     per_run: dict[tuple[int, int], list[Result]] = {}
     for r in results:
