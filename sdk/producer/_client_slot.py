@@ -193,5 +193,6 @@ class ClientSlot:
         finally:
             self.state = Lifecycle.CLOSED
             self._hot.produce = None
+            self._hot.spare.clear()
             self.client = None
             self._router.attach(None)  # the router held the client too: free it now

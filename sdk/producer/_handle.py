@@ -11,7 +11,11 @@ The contract (``tests/sdk/producer/test_handle.py`` checks it):
   ``_state = msg``, ``owner._hot.delivered += 1``, then ``owner._hot.callback(handle)`` if set;
   otherwise ``owner._failed(handle, err)``; either way ``_owner`` becomes None once the
   outcome is on ``_state`` (a second call does nothing);
-- :func:`new_handle`, a pending handle of a subclass with ``_record`` None (built on demand).
+- :func:`new_handle`, a pending handle of a subclass with ``_record`` None (built on demand);
+- a delivered handle of ``owner._hot.reusable``'s exact class that nobody but librdkafka's
+  call holds any more (``sys.getrefcount``, after ``on_delivery``) has its record's parts and
+  outcome cleared and goes on ``owner._hot.spare``, which ``send()`` takes its next handles
+  from: a handle nobody can see again is not freed only for the next record to allocate one.
 
 :class:`HotPath` is the producer's ``_hot``: what its per-record paths read, as fields of one
 small object instead of producer attributes.
@@ -19,6 +23,7 @@ small object instead of producer attributes.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sdk._client import KafkaMessage, Produce
@@ -26,7 +31,7 @@ from sdk._client import KafkaMessage, Produce
 if TYPE_CHECKING:
     from confluent_kafka import KafkaError
 
-    from sdk.producer._records import _Owner
+    from sdk.producer._records import DeliveryHandle, _Owner
     from sdk.serialization import TopicSerializer
 
 __all__ = ["HandleCore", "HotPath", "new_handle"]
@@ -38,9 +43,19 @@ class HotPath:
     Args:
         known: The topics whose lookup succeeded (only these take ``send()``'s fast path).
         callback: The user's ``on_delivery``, or None.
+        reusable: The handle class whose delivered, unheld handles go on ``spare`` (None: none).
     """
 
-    __slots__ = ("callback", "delivered", "key_serializer", "known", "produce", "value_serializer")
+    __slots__ = (
+        "callback",
+        "delivered",
+        "key_serializer",
+        "known",
+        "produce",
+        "reusable",
+        "spare",
+        "value_serializer",
+    )
 
     def __init__(
         self,
@@ -48,6 +63,7 @@ class HotPath:
         callback: Any = None,
         key_serializer: TopicSerializer | None = None,
         value_serializer: TopicSerializer | None = None,
+        reusable: type[HandleCore] | None = None,
     ) -> None:
         self.produce: Produce | None = None
         """The client's ``produce`` while ``send()``'s fast path may be taken, else None."""
@@ -59,6 +75,12 @@ class HotPath:
         """As ``key_serializer``, for the value."""
         self.delivered = 0
         """Records acknowledged so far."""
+        self.reusable = reusable
+        self.spare: list[DeliveryHandle] = []
+        """Delivered handles nobody holds, cleared, for ``send()`` to take before making one.
+
+        At most as many as were in flight at once; emptied when the producer closes.
+        """
 
 
 class HandleCore:
@@ -87,6 +109,12 @@ class HandleCore:
             callback = hot.callback
             if callback is not None:
                 callback(self)
+            if type(self) is hot.reusable and _refs(self) <= _UNHELD:
+                # only librdkafka's call holds it: nobody can see it again, so send() takes
+                # it instead of a new one (no allocation, and nothing new for the garbage
+                # collector, whose passes over in-flight handles cost send() the most)
+                self._state = self._record = self._value = self._key = None
+                hot.spare.append(self)
         else:
             try:  # translated, kept for flush(), put on _state, passed to on_delivery
                 owner._failed(self, err)
@@ -98,7 +126,24 @@ class HandleCore:
 
 
 _new = object.__new__
+_refs = sys.getrefcount
 H = TypeVar("H", bound=HandleCore)
+
+
+class _Probe:
+    """The references a callback's ``self`` has on this interpreter when only its caller holds it.
+
+    A C caller's own (as librdkafka's), the call's and ``getrefcount``'s.
+    """
+
+    __slots__ = ()
+
+    def __call__(self) -> int:
+        return _refs(self)
+
+
+# a callable iterator calls from C through the one reference it holds, as librdkafka does
+_UNHELD: int = next(iter(_Probe(), None))
 
 
 def new_handle(cls: type[H], owner: _Owner, topic: Any, value: Any, key: Any) -> H:

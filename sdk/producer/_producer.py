@@ -163,6 +163,7 @@ class Producer:
             on_delivery,
             None if path.raw_key else by_topic(key_ser),
             None if path.raw_value else by_topic(value_ser),
+            reusable=DeliveryHandle,
         )
         self._raw = path.raw
         # the bound method itself, not a delegating method: no extra call per record
@@ -309,7 +310,14 @@ class Producer:
                 # the partition check: keep the two in step), with a handle made without
                 # __init__ (as new_handle, inlined: one call less per record), its record
                 # built only if asked for
-                handle = _new_handle(DeliveryHandle)
+                spare = hot.spare  # a delivered handle nobody holds (sdk.producer._handle)
+                if spare:
+                    try:
+                        handle = spare.pop()
+                    except IndexError:  # another thread took the last one
+                        handle = _new_handle(DeliveryHandle)
+                else:
+                    handle = _new_handle(DeliveryHandle)
                 handle._owner, handle._state, handle._record = self, None, None
                 handle._topic, handle._value, handle._key = topic, value, key
                 try:
@@ -349,7 +357,14 @@ class Producer:
             return self._send_general(topic, value, key, None, None, None, None)
         if (k is not None and type(k) is not bytes) or (v is not None and type(v) is not bytes):
             return self._send_general(topic, value, key, None, None, None, None)
-        handle = _new_handle(DeliveryHandle)
+        spare = hot.spare  # as send()'s fast path
+        if spare:
+            try:
+                handle = spare.pop()
+            except IndexError:
+                handle = _new_handle(DeliveryHandle)
+        else:
+            handle = _new_handle(DeliveryHandle)
         handle._owner, handle._state, handle._record = self, None, None
         handle._topic, handle._value, handle._key = topic, value, key
         try:

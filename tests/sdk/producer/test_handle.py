@@ -1,13 +1,15 @@
 """The delivery handle's core (``sdk.producer._handle``) against its contract.
 
-No broker, except ``test_handles_resolve_end_to_end``: librdkafka's delivery callback is called
+No broker, except the two tests marked ``broker``: librdkafka's delivery callback is called
 as librdkafka calls it, ``handle(err, msg)``. The rest of the broker-side behaviour of the
 handles is in ``test_producer.py``.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
+import threading
 import weakref
 from typing import Any
 
@@ -142,6 +144,112 @@ def test_wrong_calls_are_refused_with_a_type_error(handle_class: type[Any]) -> N
         handle(None)
     with pytest.raises(TypeError):
         new_handle(handle_class, _Owner(), "t")
+
+
+def _delivered_by_librdkafka(owner: _Owner, handle_class: type[Any], message: Any) -> None:
+    """A new handle delivered as librdkafka calls it: from C, through its only reference."""
+    handle = new_handle(handle_class, owner, "t", b"v" * 100, b"k")
+    call = functools.partial(handle, None, message)  # holds the handle; called from C
+    del handle
+    next(iter(call, object()))
+
+
+def test_a_delivered_handle_nobody_holds_is_cleared_and_kept_for_the_next_send(
+    handle_class: type[Any],
+) -> None:
+    seen: list[bytes] = []
+    owner = _Owner(lambda h: seen.append(h._value[:1]))  # reads it, keeps nothing
+    owner._hot.reusable = handle_class
+    _delivered_by_librdkafka(owner, handle_class, object())
+    assert owner.delivered == 1 and seen == [b"v"]  # on_delivery saw it before it was cleared
+    [spare] = owner._hot.spare
+    assert type(spare) is handle_class and spare._owner is None
+    assert (spare._state, spare._record, spare._value, spare._key) == (None, None, None, None)
+
+
+def test_a_held_handle_or_another_class_is_never_kept_for_reuse(
+    handle_class: type[Any],
+) -> None:
+    kept: list[Any] = []
+    owner = _Owner(kept.append)  # on_delivery keeps it
+    owner._hot.reusable = handle_class
+    _delivered_by_librdkafka(owner, handle_class, "m1")
+    assert owner._hot.spare == [] and kept[0]._state == "m1" and kept[0]._value == b"v" * 100
+
+    owner = _Owner()
+    owner._hot.reusable = handle_class
+    handle = new_handle(handle_class, owner, "t", b"v", None)  # the caller holds it
+    next(iter(functools.partial(handle, None, "m2"), object()))
+    assert owner._hot.spare == [] and handle._state == "m2" and handle._value == b"v"
+
+    class Other(handle_class):  # type: ignore[misc]
+        __slots__ = ()
+
+    _delivered_by_librdkafka(owner, Other, "m3")  # not the producer's reusable class
+    assert owner._hot.spare == []
+    owner._hot.reusable = None  # and none at all: nothing kept
+    _delivered_by_librdkafka(owner, handle_class, "m4")
+    assert owner._hot.spare == [] and owner.delivered == 3
+
+
+def test_a_failed_handle_is_never_kept_for_reuse(handle_class: type[Any]) -> None:
+    owner = _Owner()
+    owner._hot.reusable = handle_class
+    handle = new_handle(handle_class, owner, "t", b"v", None)
+    call = functools.partial(handle, "an error", None)
+    del handle
+    next(iter(call, object()))
+    assert owner._hot.spare == [] and owner.failures[0][0]._state == "failed: an error"
+
+
+@pytest.mark.broker
+def test_send_reuses_handles_nobody_holds_and_never_one_that_is_held(
+    kafka_cluster: Any, make_topic: Any
+) -> None:
+    """Handles kept by the caller keep their record and outcome while others are reused;
+    threads sending at once lose nothing; an independent reader (kafka-python) counts."""
+    from kafka import KafkaConsumer
+
+    from sdk.producer import Producer
+    from sdk.profiles import ProducerProfile
+
+    bs, topic = kafka_cluster.bootstrap_servers, make_topic(3)
+    profile = ProducerProfile(guarantee="at_least_once", bootstrap_servers=bs, linger_ms=5)
+    with Producer(profile) as producer:
+        assert producer.send(topic, b"first").result(30).offset >= 0  # held on the stack
+        kept = [producer.send(topic, b"kept-%d" % i) for i in range(0, 3000, 3)]
+        for i in range(3000):
+            if i % 3:
+                producer.send(topic, b"free-%d" % i)  # not held: reused after delivery
+        producer.flush(30)
+        spare = producer._hot.spare
+        first = {id(h) for h in spare}
+        assert 0 < len(spare) <= 2000
+        assert not first & {id(h) for h in kept}
+
+        def sender(t: int) -> None:
+            for i in range(5000):
+                producer.send(topic, b"t%d-%d" % (t, i))
+
+        threads = [threading.Thread(target=sender, args=(t,)) for t in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        producer.flush(30)
+        assert first & {id(h) for h in spare}  # the same objects, sent again
+        assert [h.record.value for h in kept] == [b"kept-%d" % i for i in range(0, 3000, 3)]
+        assert all(h.result(1).topic == topic for h in kept) and producer.delivered == 23001
+    assert spare == []  # close() lets them go
+    reader = KafkaConsumer(
+        topic, bootstrap_servers=bs, auto_offset_reset="earliest", consumer_timeout_ms=5000
+    )
+    values = sorted(m.value for m in reader)
+    reader.close()
+    expected = [b"first"] + [b"kept-%d" % i for i in range(0, 3000, 3)]
+    expected += [b"free-%d" % i for i in range(3000) if i % 3]
+    expected += [b"t%d-%d" % (t, i) for t in range(4) for i in range(5000)]
+    assert values == sorted(expected)
 
 
 @pytest.mark.broker
