@@ -144,7 +144,11 @@ def test_one_trace_from_producer_through_processor_to_consumer(
     # returns as soon as done(); on a cold cluster the first group creates __consumer_offsets
     # and __transaction_state, which took over 60 s once under load
     box = run_until(proc, handler, done)
-    assert done(), "the processor did not finish, or the lag gauge never reached 0"
+    assert done(), (
+        "the processor did not finish, or the lag gauge never reached 0: committed "
+        f"{committed_total(bs, group, src, 2)} of 4, lags {list(tel.lag())}, run {box}, "
+        f"stats {proc.stats}"
+    )
     assert "error" not in box, box
     outputs = read_all(bs, dst, 2, 3)
     (dead,) = read_all(bs, dlq, 1, 1)
