@@ -307,16 +307,13 @@ class Producer:
                 return self._send_serializing(produce, topic, value, key)
             if (type(value) is bytes or value is None) and (key is None or type(key) is bytes):
                 # straight to librdkafka (_batch.enqueue_each inlines the same test without
-                # the partition check: keep the two in step), with a handle made without
-                # __init__ (as new_handle, inlined: one call less per record), its record
-                # built only if asked for
-                spare = hot.spare  # a delivered handle nobody holds (sdk.producer._handle)
-                if spare:
-                    try:
-                        handle = spare.pop()
-                    except IndexError:  # another thread took the last one
-                        handle = _new_handle(DeliveryHandle)
-                else:
+                # the partition check: keep the two in step), with a spare handle nobody holds
+                # (sdk.producer._handle) or one made without __init__ (as new_handle, inlined:
+                # one call less per record), its record built only if asked for
+                spare = hot.spare
+                try:
+                    handle = spare.pop() if spare else _new_handle(DeliveryHandle)
+                except IndexError:  # another thread took the last one
                     handle = _new_handle(DeliveryHandle)
                 handle._owner, handle._state, handle._record = self, None, None
                 handle._topic, handle._value, handle._key = topic, value, key
@@ -358,12 +355,9 @@ class Producer:
         if (k is not None and type(k) is not bytes) or (v is not None and type(v) is not bytes):
             return self._send_general(topic, value, key, None, None, None, None)
         spare = hot.spare  # as send()'s fast path
-        if spare:
-            try:
-                handle = spare.pop()
-            except IndexError:
-                handle = _new_handle(DeliveryHandle)
-        else:
+        try:
+            handle = spare.pop() if spare else _new_handle(DeliveryHandle)
+        except IndexError:
             handle = _new_handle(DeliveryHandle)
         handle._owner, handle._state, handle._record = self, None, None
         handle._topic, handle._value, handle._key = topic, value, key

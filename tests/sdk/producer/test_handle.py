@@ -146,10 +146,12 @@ def test_wrong_calls_are_refused_with_a_type_error(handle_class: type[Any]) -> N
         new_handle(handle_class, _Owner(), "t")
 
 
-def _delivered_by_librdkafka(owner: _Owner, handle_class: type[Any], message: Any) -> None:
+def _delivered_by_librdkafka(
+    owner: _Owner, handle_class: type[Any], message: Any, err: Any = None
+) -> None:
     """A new handle delivered as librdkafka calls it: from C, through its only reference."""
     handle = new_handle(handle_class, owner, "t", b"v" * 100, b"k")
-    call = functools.partial(handle, None, message)  # holds the handle; called from C
+    call = functools.partial(handle, err, message)  # holds the handle; called from C
     del handle
     next(iter(call, object()))
 
@@ -195,10 +197,7 @@ def test_a_held_handle_or_another_class_is_never_kept_for_reuse(
 def test_a_failed_handle_is_never_kept_for_reuse(handle_class: type[Any]) -> None:
     owner = _Owner()
     owner._hot.reusable = handle_class
-    handle = new_handle(handle_class, owner, "t", b"v", None)
-    call = functools.partial(handle, "an error", None)
-    del handle
-    next(iter(call, object()))
+    _delivered_by_librdkafka(owner, handle_class, None, "an error")
     assert owner._hot.spare == [] and owner.failures[0][0]._state == "failed: an error"
 
 
