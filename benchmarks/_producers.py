@@ -210,25 +210,23 @@ def perf_test(bootstrap: str, n: int, size: int) -> Result:
     )
 
 
-def _case(name: str, bootstrap: str, n: int, size: int, args: tuple[Any, ...]) -> Result:
-    from benchmarks._harness import payloads
+def _case(name: str, bootstrap: str, n: int, size: int, args: tuple[Any, ...]) -> Result | None:
+    from benchmarks._harness import payloads, with_own_cpu
 
-    data = payloads(n, size)  # built in the child, outside the clock
+    data = payloads(n, size)  # built in the child, outside the clock and the CPU count
     fn = {"raw": raw_confluent, "sdk": sdk_producer, "kafka-python": kafka_python}[name]
-    return fn(bootstrap, data, size, *args)
+    return with_own_cpu(fn, bootstrap, data, size, *args)
 
 
-def in_fresh_process(name: str, bootstrap: str, n: int, size: int, *args: Any) -> Result:
+def in_fresh_process(name: str, bootstrap: str, n: int, size: int, *args: Any) -> Result | None:
     """Run one producer case (``raw``, ``sdk`` or ``kafka-python``) in a new interpreter.
 
-    Measured: each case in a process of its own, ``send()`` ran at 1.07x (1 KB) and 1.04x
-    (100 B) the raw loop; inside the runner's long-lived process, after dozens of cases, the
-    two parted ways (0.63x-0.97x between full runs), and it was the peer's rate that moved.
-    A fresh interpreter per case gives every producer the same starting state.
+    See :func:`benchmarks._harness.in_fresh_process`. Measured: each case in a process of its
+    own, ``send()`` ran at 1.07x (1 KB) and 1.04x (100 B) the raw loop; inside the runner's
+    long-lived process, after dozens of cases, the two parted ways (0.63x-0.97x between full
+    runs), and it was the peer's rate that moved. The records are built in the child, outside
+    its CPU count.
     """
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from benchmarks._harness import in_fresh_process as fresh
 
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
-        return pool.submit(_case, name, bootstrap, n, size, args).result()
+    return fresh(_case, name, bootstrap, n, size, args)

@@ -149,23 +149,36 @@ def _cases(args: argparse.Namespace, bs: str, size: int) -> list[tuple[str, Call
             ("kafka-python producer", lambda: fresh("kafka-python", bs, slow_n, size)),
             ("perf-test producer", lambda: _producers.perf_test(bs, n, size)),
         ]
+    # the consumer, read-process-write and asyncio-consumer cases each run in a new
+    # interpreter too (_harness.in_fresh_process): in one process a case paid for the
+    # garbage of the ones before it
+    isolated = _harness.in_fresh_process
     if "consumer" in args.only:
         filled = topic(bs)
         fill(bs, filled, data)
         cases += [
-            ("raw consumer", lambda: _consumers.raw_confluent(bs, filled, n, size)),
-            ("raw handler loop", lambda: _consumers.raw_handler_loop(bs, filled, n, size)),
+            ("raw consumer", lambda: isolated(_consumers.raw_confluent, bs, filled, n, size)),
+            (
+                "raw handler loop",
+                lambda: isolated(_consumers.raw_handler_loop, bs, filled, n, size),
+            ),
             (
                 "SDK alo run",
-                lambda: _consumers.sdk_consumer(bs, filled, n, size, "at_least_once", False),
+                lambda: isolated(
+                    _consumers.sdk_consumer, bs, filled, n, size, "at_least_once", False
+                ),
             ),
             (
                 "SDK alo run_batch",
-                lambda: _consumers.sdk_consumer(bs, filled, n, size, "at_least_once", True),
+                lambda: isolated(
+                    _consumers.sdk_consumer, bs, filled, n, size, "at_least_once", True
+                ),
             ),
             (
                 "SDK amo run",
-                lambda: _consumers.sdk_consumer(bs, filled, n, size, "at_most_once", False),
+                lambda: isolated(
+                    _consumers.sdk_consumer, bs, filled, n, size, "at_most_once", False
+                ),
             ),
             ("kafka-python consumer", lambda: _consumers.kafka_python(bs, filled, slow_n, size)),
             ("perf-test consumer", lambda: _consumers.perf_test(bs, filled, n, size)),
@@ -174,17 +187,28 @@ def _cases(args: argparse.Namespace, bs: str, size: int) -> list[tuple[str, Call
         source = topic(bs)
         fill(bs, source, data[:rpw_n])
         cases += [
-            ("Processor eos", lambda: _rpw.processor(bs, source, rpw_n, size, "exactly_once")),
-            ("Processor alo", lambda: _rpw.processor(bs, source, rpw_n, size, "at_least_once")),
-            ("Processor amo", lambda: _rpw.processor(bs, source, rpw_n, size, "at_most_once")),
+            (
+                "Processor eos",
+                lambda: isolated(_rpw.processor, bs, source, rpw_n, size, "exactly_once"),
+            ),
+            (
+                "Processor alo",
+                lambda: isolated(_rpw.processor, bs, source, rpw_n, size, "at_least_once"),
+            ),
+            (
+                "Processor amo",
+                lambda: isolated(_rpw.processor, bs, source, rpw_n, size, "at_most_once"),
+            ),
             (
                 "Processor eos (default record cap)",
-                lambda: _rpw.processor(bs, source, rpw_n, size, "exactly_once", default_cap=True),
+                lambda: isolated(
+                    _rpw.processor, bs, source, rpw_n, size, "exactly_once", default_cap=True
+                ),
             ),
-            ("hand-written eos", lambda: _rpw.hand_written(bs, source, rpw_n, size)),
+            ("hand-written eos", lambda: isolated(_rpw.hand_written, bs, source, rpw_n, size)),
             (
                 "hand-written eos (handler)",
-                lambda: _rpw.hand_written(bs, source, rpw_n, size, with_handler=True),
+                lambda: isolated(_rpw.hand_written, bs, source, rpw_n, size, with_handler=True),
             ),
         ]
         if not args.no_quix:
@@ -202,22 +226,32 @@ def _cases(args: argparse.Namespace, bs: str, size: int) -> list[tuple[str, Call
             cases.append(
                 (
                     "SDK alo run",
-                    lambda: _consumers.sdk_consumer(bs, filled, n, size, "at_least_once", False),
+                    lambda: isolated(
+                        _consumers.sdk_consumer, bs, filled, n, size, "at_least_once", False
+                    ),
                 )
             )
         cases.append(
-            ("SDK AsyncConsumer run", lambda: _aio.sdk_async_consumer(bs, filled, n, size))
+            (
+                "SDK AsyncConsumer run",
+                lambda: isolated(_aio.sdk_async_consumer, bs, filled, n, size),
+            )
         )
         if "rpw" not in args.only:  # the sync Processor it is compared with
             source = topic(bs)
             fill(bs, source, data[:rpw_n])
             cases.append(
-                ("Processor eos", lambda: _rpw.processor(bs, source, rpw_n, size, "exactly_once"))
+                (
+                    "Processor eos",
+                    lambda: isolated(_rpw.processor, bs, source, rpw_n, size, "exactly_once"),
+                )
             )
         cases.append(
             (
                 "AsyncProcessor eos",
-                lambda: _rpw.processor(bs, source, rpw_n, size, "exactly_once", front="async"),
+                lambda: isolated(
+                    _rpw.processor, bs, source, rpw_n, size, "exactly_once", front="async"
+                ),
             )
         )
     if "queue" in args.only:
