@@ -265,18 +265,17 @@ def dirty_mb() -> float | None:
 
 
 def in_fresh_process(fn: Callable[..., Result | None], *args: Any, **kwargs: Any) -> Result | None:
-    """Run the case ``fn(*args, **kwargs)`` in a new interpreter; its CPU counted there.
+    """Run the case ``fn(*args, **kwargs)`` in a new interpreter with the run's settings.
 
     Measured: in the runner's one long-lived process, a case paid for the ones before it. A
     closed ``Processor`` or ``AsyncProcessor`` is garbage in reference cycles until a full
-    collection, which the next case's loop then runs; the producer cases, after dozens of
-    cases, parted ways from one run to the next (0.63x-0.97x). A fresh interpreter per case
-    gives every case, ours and the peer's, the same starting state.
+    collection, which the next case's loop then runs (the producer cases' own figures:
+    :func:`benchmarks._producers.in_fresh_process`). A fresh interpreter per case gives every
+    case, ours and the peer's, the same starting state.
 
-    The client CPU per record is the child's own from the call to its return (the case's
-    set-up and close, as in-process): not the interpreter's start-up and the imports of the
-    case's module, which are no work of the case (measured: 0.39-0.43 s of CPU, 0.4 µs per
-    record of a 1,000,000-record case).
+    ``fn`` counts the CPU it needs counted (:func:`with_own_cpu`, called in the child): the
+    interpreter's start-up and the imports of the case's module are no work of the case
+    (measured: 0.39-0.43 s of CPU, 0.4 µs per record of a 1,000,000-record case).
     """
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -285,7 +284,7 @@ def in_fresh_process(fn: Callable[..., Result | None], *args: Any, **kwargs: Any
     with ProcessPoolExecutor(
         max_workers=1, mp_context=ctx, initializer=_child_settings, initargs=(FETCH_BACKOFF_MS,)
     ) as pool:
-        return pool.submit(with_own_cpu, fn, *args, **kwargs).result()
+        return pool.submit(fn, *args, **kwargs).result()
 
 
 def _child_settings(fetch_backoff_ms: int) -> None:

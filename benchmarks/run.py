@@ -22,6 +22,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import functools
 import platform
 import statistics
 import sys
@@ -150,9 +151,9 @@ def _cases(args: argparse.Namespace, bs: str, size: int) -> list[tuple[str, Call
             ("perf-test producer", lambda: _producers.perf_test(bs, n, size)),
         ]
     # the consumer, read-process-write and asyncio-consumer cases each run in a new
-    # interpreter too (_harness.in_fresh_process): in one process a case paid for the
-    # garbage of the ones before it
-    isolated = _harness.in_fresh_process
+    # interpreter too, counting their CPU from the call on: in one process a case paid for
+    # the garbage of the ones before it (_harness.in_fresh_process)
+    isolated = functools.partial(_harness.in_fresh_process, _harness.with_own_cpu)
     if "consumer" in args.only:
         filled = topic(bs)
         fill(bs, filled, data)

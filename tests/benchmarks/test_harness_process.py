@@ -16,18 +16,13 @@ def spin(seconds: float, records: int) -> Result:
     end = time.process_time() + seconds
     while time.process_time() < end:
         pass
-    return Result(
-        "g", "c", 100, records, seconds, extra={"pid": os.getpid(), "backoff": _fetch_backoff()}
-    )
+    extra = {"pid": os.getpid(), "backoff": _harness.FETCH_BACKOFF_MS}
+    return Result("g", "c", 100, records, seconds, extra=extra)
 
 
 def timed_itself(records: int) -> Result:
     """A case that timed its own CPU (as the sink cases do)."""
     return Result("g", "c", 100, records, 1.0, extra={"client_cpu_us": 42.0})
-
-
-def _fetch_backoff() -> int:
-    return _harness.FETCH_BACKOFF_MS
 
 
 def test_with_own_cpu_counts_the_cpu_of_the_call_per_record() -> None:
@@ -46,7 +41,7 @@ def test_a_fresh_process_runs_the_case_elsewhere_with_the_runs_settings(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(_harness, "FETCH_BACKOFF_MS", 37)
-    result = in_fresh_process(spin, 0.2, 100_000)
+    result = in_fresh_process(with_own_cpu, spin, 0.2, 100_000)
     assert result is not None
     assert result.extra["pid"] != os.getpid()
     assert result.extra["backoff"] == 37  # spawn starts from the module's default (10)
