@@ -44,6 +44,7 @@ class TransactionCommits:
         progress: Reports assignments and commits (``on_progress``).
         on_fenced: ``"raise"`` or ``"recreate"`` (the recovery's choice when fenced).
         client: The consumer client now (None before the run and after close).
+        topic: The one topic of the subscription (:func:`sdk.records.only_topic`), or None.
     """
 
     def __init__(
@@ -55,6 +56,7 @@ class TransactionCommits:
         progress: ProgressTracker,
         on_fenced: Literal["raise", "recreate"],
         client: Callable[[], ConsumerClient | None],
+        topic: str | None = None,
     ) -> None:
         self.guarantee = profile.guarantee
         self._profile = profile
@@ -64,6 +66,7 @@ class TransactionCommits:
         self._progress = progress
         self._on_fenced = on_fenced
         self._client = client
+        self._topic = topic
         self._timeout_s = txn.timeout_s
         self.positions: dict[tuple[str, int], int] = {}
         """Next offset per partition of the records handled since the last commit."""
@@ -95,7 +98,7 @@ class TransactionCommits:
     def mark(self, records: list[KafkaMessage], start: int, stop: int) -> None:
         """``records[start:stop]`` were handled: their next offsets, their pending count."""
         if stop > start:
-            last_positions(records[start:stop], self.positions)
+            last_positions(records[start:stop], self.positions, self._topic)
             self.pending += stop - start
 
     # ---------------------------------------------------------------- how

@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
 from sdk._client import KafkaMessage
+from sdk._deadline import Deadline
 from sdk.consumer import Ordering
 from sdk.consumer.engine import RecordDecoder, RegistryWait, timed_out
 from sdk.core.session import TransactionSession
@@ -94,6 +95,12 @@ class TransactionHandling:
         self._outputs_wait = outputs_wait
         # sdk.aio (bridged): the first records' outputs, their handlers run; taken by the hot loop
         self.precomputed: Callable[[], Sequence[Iterable[Output] | None]] | None = None
+        # when the hot loop stops for a commit: passed once the commit interval is over
+        self._due = Deadline()
+
+    def close(self) -> None:
+        """End the run's deadline thread (the Processor's close)."""
+        self._due.close()
 
     @contextmanager
     def concurrently(
@@ -319,15 +326,14 @@ class TransactionHandling:
         txn, stats, commits = self._txn, self.stats, self._commits
         eos = self.guarantee is _EOS
         limit = self.profile.max_records_per_transaction
-        interval_s = self.profile.commit_interval_ms / 1000.0
-        monotonic = time.monotonic
         lead = len(computed)
         if eos and not txn.open:
             try:
                 txn.begin()
             except KafkaClientError as exc:
                 return i, exc
-        span, start, due_at, produced = txn.span, i, commits.last_commit + interval_s, 0
+        span, start, produced, due = txn.span, i, 0, self._due
+        due.set(commits.last_commit + self.profile.commit_interval_ms / 1000.0)
         emit, run, lead_run = txn.emitters()
         if self._outputs_wait is not None:  # each output retried alone: no inline loop
             run, lead_run = bound_run(emit := self._waiting(emit)), bound_emit_run(emit)
@@ -341,20 +347,18 @@ class TransactionHandling:
                 stop = min(marked + room, end)
                 if i < lead:  # handlers run ahead (sdk.aio): their outputs only
                     upto = min(stop, lead)
-                    i, emitted, error = lead_run(computed, i, upto, due_at, monotonic)
+                    i, emitted, error = lead_run(computed, i, upto, due)
                     produced += emitted
                     if error is not None:
-                        raise error  # emit or the clock
+                        raise error  # emit, or the deadline read
                     if i < upto or i >= stop:
                         break  # due, or at the transaction's record limit
-                i, emitted, record, error = run(
-                    records, i, end, stop, handler, ConsumerRecord, due_at, monotonic
-                )
+                i, emitted, record, error = run(records, i, end, stop, handler, ConsumerRecord, due)
                 produced += emitted
                 if error is None:
                     break
                 if record is None or not isinstance(error, Exception):
-                    raise error  # the view, emit or the clock; KeyboardInterrupt and such
+                    raise error  # the view, emit or the deadline; KeyboardInterrupt and such
                 # the policy may commit (on_failure="stop"): the records before count
                 commits.mark(records, marked, i)
                 marked, room = i, limit - commits.pending
@@ -362,7 +366,7 @@ class TransactionHandling:
                     emit(out)
                     produced += 1
                 i += 1
-                if i >= end or i - marked >= room or monotonic() >= due_at:
+                if i >= end or i - marked >= room or time.monotonic() >= due.at:
                     break
         except KafkaClientError as exc:
             # produce() refuses (_STATE) once a delivery failed in this transaction; the

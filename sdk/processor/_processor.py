@@ -40,6 +40,7 @@ from sdk.processor._records import (
 )
 from sdk.producer import Producer
 from sdk.profiles import Guarantee, ProcessingProfile
+from sdk.records import only_topic
 from sdk.serialization import Deserializer, Serializer
 
 __all__ = ["Processor"]
@@ -173,7 +174,14 @@ class Processor:
         )
         self._txn = TransactionSession(self._producer, stats=self.stats, telemetry=tel)
         self._commits = TransactionCommits(
-            profile, self.stats, self._txn, tel, self._progress, on_fenced, lambda: self._consumer
+            profile,
+            self.stats,
+            self._txn,
+            tel,
+            self._progress,
+            on_fenced,
+            lambda: self._consumer,
+            only_topic(self.topics),
         )
         decoder = RecordDecoder(key_deserializer, value_deserializer)
         # a registry that does not answer is waited for, on the record in hand (its input
@@ -266,6 +274,7 @@ class Processor:
                 self._txn.flush("flush on close")
         self._txn.close()
         self._producer.close()  # no client left: only marks it closed
+        self._handling.close()
 
     def run(
         self,

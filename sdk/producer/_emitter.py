@@ -24,13 +24,16 @@ made the emitter hands it to the span, which adds ``emitted`` when its count is 
 (``TransactionSpan.count_from``).
 
 :attr:`Emitter.run` is :func:`sdk.records.handle_run` with this ``emit``: the same contract
-(arguments, returns, stops, what it returns instead of raising), with the fast path's
-commonest case inline in the loop instead of a call per output. That case is a plain
-``(topic, value, key)`` tuple, or an ``OutputRecord`` without headers and partition, whose
-topic is in ``known`` and whose value and key are not ``str``; every other output goes to
-``emit`` itself, so the outcome of each output is as ``emit``'s. :attr:`Emitter.emit_run` is
-:func:`sdk.records.emit_run` with this ``emit`` in the same way (the outputs of handlers that
-ran already: ``sdk.aio``), the same loop without the view and the handler.
+(returns, stops, what it returns instead of raising), with two differences. Its arguments are
+``(records, i, n, stop, handler, cls, due)``: after each record it reads ``due.passed`` (a
+:class:`sdk._deadline.Due`) where ``handle_run`` compares ``clock()`` with ``due_at``. And the
+fast path's commonest case is inline in the loop instead of a call per output. That case is a
+plain ``(topic, value, key)`` tuple, or an ``OutputRecord`` without headers and partition,
+whose topic is in ``known`` and whose value and key are not ``str``; every other output goes
+to ``emit`` itself, so the outcome of each output is as ``emit``'s. :attr:`Emitter.emit_run`
+is :func:`sdk.records.emit_run` with this ``emit`` in the same way (the outputs of handlers
+that ran already: ``sdk.aio``; arguments ``(values, i, stop, due)``), the same loop without
+the view and the handler.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from sdk.records import ConsumerRecord
 
 if TYPE_CHECKING:
     from sdk._client import DeliveryCallback
+    from sdk._deadline import Due
     from sdk._message import KafkaMessage
     from sdk.observability import TransactionSpan
     from sdk.records import EmitRun, HandleRun, Output, OutputRecord
@@ -122,13 +126,14 @@ class Emitter:
             stop: int,
             handler: Callable[[ConsumerRecord], object],
             view: type[ConsumerRecord],
-            due_at: float,
-            clock: Callable[[], float],
+            due: Due,
             values: Sequence[Iterable[Output] | None] | None = None,
         ) -> tuple[int, int, ConsumerRecord | None, BaseException | None]:
             # sdk.records.handle_run's loop (keep the two in step), with emit's commonest
             # case inline: a call per output is a third of what the SDK adds per record;
-            # with values, sdk.records.emit_run's: values[i] are record i's outputs
+            # with values, sdk.records.emit_run's: values[i] are record i's outputs. After
+            # each record it reads due.passed where handle_run reads the clock: an attribute
+            # read against a call (sdk._deadline)
             nonlocal emitted
             produced = fast = 0
             new = _new
@@ -189,8 +194,8 @@ class Emitter:
                     if i >= stop:
                         break
                     try:
-                        late = clock() >= due_at
-                    except BaseException as exc:
+                        late = due.passed
+                    except BaseException as exc:  # a Due of a test may raise
                         return i, produced, None, exc
                     if late:
                         break
@@ -199,13 +204,9 @@ class Emitter:
                 emitted += fast
 
         def emit_run(
-            values: Sequence[Iterable[Output] | None],
-            i: int,
-            stop: int,
-            due_at: float,
-            clock: Callable[[], float],
+            values: Sequence[Iterable[Output] | None], i: int, stop: int, due: Due
         ) -> tuple[int, int, BaseException | None]:
-            i, produced, _, error = loop((), i, stop, stop, _none, _Never, due_at, clock, values)
+            i, produced, _, error = loop((), i, stop, stop, _none, _Never, due, values)
             return i, produced, error
 
         def count() -> int:

@@ -54,6 +54,7 @@ LAYERS: dict[str, int] = {
     "sdk.failure": 0,  # the failure policy: imports errors, profiles and records only
     "sdk.recovery": 0,  # the recovery decision: a pure function of the error
     "sdk._connection": 0,  # BrokerContact: has a client reached a broker
+    "sdk._deadline": 0,  # the Processor's per-record deadline: a flag a thread sets
     "sdk._deprecation": 0,
     "sdk._registry": 0,
     "sdk._signals": 0,

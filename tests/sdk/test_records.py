@@ -153,6 +153,36 @@ def test_last_positions_keeps_each_partitions_last_offset_plus_one(core: Core, k
         assert into == expected
 
 
+@pytest.mark.parametrize("kind", ["stand-in", "confluent_kafka.Message"])
+def test_last_positions_of_one_topic_are_those_of_the_general_walk(core: Core, kind: str) -> None:
+    """``topic`` given (a subscription to that topic alone): the same positions."""
+    _, _, last = core
+    make: Any = _Message if kind == "stand-in" else _real_message
+    rng = random.Random(11)
+    for _ in range(200):
+        next_offset: dict[int, int] = collections.defaultdict(int)
+        msgs = []
+        for _ in range(rng.randrange(0, 40)):
+            partition = rng.randrange(4)
+            next_offset[partition] += rng.randrange(1, 4)
+            msgs.append(make("orders", partition, next_offset[partition]))
+        general = {("orders", 9): 5, ("z", 0): 1}
+        last(msgs, general)
+        by_partition = {("orders", 9): 5, ("z", 0): 1}  # those not in the batch are kept
+        last(msgs, by_partition, "orders")
+        assert by_partition == general
+
+
+@pytest.mark.parametrize(
+    ("topics", "expected"),
+    [(["orders"], "orders"), (["a", "b"], None), (["^orders-.*"], None), ([], None)],
+)
+def test_only_topic_is_the_one_literal_topic_of_a_subscription(
+    topics: list[str], expected: str | None
+) -> None:
+    assert records.only_topic(topics) == expected
+
+
 def test_last_positions_refuses_what_is_not_a_dict_or_iterable(core: Core) -> None:
     _, _, last = core
     with pytest.raises(TypeError):

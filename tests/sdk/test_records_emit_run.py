@@ -15,6 +15,7 @@ import pytest
 from sdk import records
 from sdk.producer._emitter import Emitter
 from sdk.records import OutputRecord
+from tests.sdk._due import ClockDue
 
 Run = Callable[..., tuple[int, int, BaseException | None]]
 
@@ -23,13 +24,14 @@ def _emitter_emit_run(
     values: Any, i: int, stop: int, emit: Any, due_at: float, clock: Any
 ) -> tuple[int, int, BaseException | None]:
     """The Processor's emitter's ``emit_run`` as ``emit_run``, ``emit`` its general path:
-    ``produce`` refuses every output, so each one, inline case or not, reaches ``emit``."""
+    ``produce`` refuses every output, so each one, inline case or not, reaches ``emit``; it
+    reads ``due.passed`` where ``emit_run`` reads the clock (``ClockDue``: the same clock)."""
 
     def refuse(*args: Any) -> None:
         raise BufferError("Local: Queue full")
 
     emitter = Emitter(OutputRecord, refuse, {"out"}, lambda out, span: emit(out), None, None)
-    return emitter.emit_run(values, i, stop, due_at, clock)
+    return emitter.emit_run(values, i, stop, ClockDue(due_at, clock))
 
 
 @pytest.fixture(

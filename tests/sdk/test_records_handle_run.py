@@ -21,6 +21,7 @@ from confluent_kafka import Message
 from sdk import records
 from sdk.producer._emitter import Emitter
 from sdk.records import ConsumerRecord, OutputRecord
+from tests.sdk._due import ClockDue
 
 Run = Callable[..., tuple[int, int, Any, BaseException | None]]
 
@@ -37,15 +38,16 @@ def _emitter_run(
     clock: Any,
 ) -> tuple[int, int, Any, BaseException | None]:
     """The Processor's emitter's loop (``Emitter.run``) as ``handle_run``, ``emit`` its general
-    path: ``produce`` refuses every output, so each one, inline case or not, reaches ``emit``."""
+    path: ``produce`` refuses every output, so each one, inline case or not, reaches ``emit``;
+    it reads ``due.passed`` where ``handle_run`` reads the clock (``ClockDue``: the same clock)."""
     if emit is None or clock is None:
-        pytest.skip("the emitter's loop always emits and reads the clock (the Processor's)")
+        pytest.skip("the emitter's loop always emits and reads its deadline (the Processor's)")
 
     def refuse(*args: Any) -> None:
         raise BufferError("Local: Queue full")
 
     emitter = Emitter(OutputRecord, refuse, {"out"}, lambda out, span: emit(out), None, None)
-    return emitter.run(msgs, i, n, stop, handler, cls, due_at, clock)
+    return emitter.run(msgs, i, n, stop, handler, cls, ClockDue(due_at, clock))
 
 
 RUNS: list[Any] = [

@@ -15,6 +15,7 @@ from sdk.producer import _emitter
 from sdk.producer._producer import Producer
 from sdk.profiles import ProducerProfile
 from sdk.records import ConsumerRecord, OutputRecord
+from tests.sdk._due import ClockDue
 
 
 class _Emitter(_emitter.Emitter):
@@ -46,7 +47,7 @@ class _Run(_emitter.Emitter):
 
     def __call__(self, out: Any) -> None:
         i, produced, record, error = self.run(
-            [_Message()], 0, 1, 1, lambda record: [out], ConsumerRecord, 1.0, lambda: 0.0
+            [_Message()], 0, 1, 1, lambda record: [out], ConsumerRecord, ClockDue(1.0, lambda: 0.0)
         )
         if error is not None:
             raise error
@@ -59,7 +60,7 @@ class _EmitRun(_emitter.Emitter):
     __slots__ = ()
 
     def __call__(self, out: Any) -> None:
-        i, produced, error = self.emit_run([[out]], 0, 1, 1.0, lambda: 0.0)
+        i, produced, error = self.emit_run([[out]], 0, 1, ClockDue(1.0, lambda: 0.0))
         if error is not None:
             raise error
         assert (i, produced) == (1, 1)
