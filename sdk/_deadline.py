@@ -42,9 +42,10 @@ class Due(Protocol):
 class Deadline:
     """``passed`` turns True at ``at`` (``time.monotonic()`` seconds); :meth:`set` moves it.
 
-    The thread starts at the first :meth:`set` and ends at :meth:`close`; a :meth:`set`
-    after :meth:`close` starts it again. It is a daemon: a deadline nobody closed never keeps
-    the interpreter from exiting.
+    The thread starts at the first :meth:`set` and ends at :meth:`close`, for good: a
+    :meth:`set` after it moves ``at`` and marks a time already past, but starts no thread (a
+    Processor closed from another thread while its loop still runs leaves none behind). It is
+    a daemon: a deadline nobody closed never keeps the interpreter from exiting.
     """
 
     __slots__ = ("_closed", "_cond", "_thread", "at", "passed")
@@ -69,8 +70,7 @@ class Deadline:
         with self._cond:
             self.at = at
             self.passed = time.monotonic() >= at
-            if self._thread is None:
-                self._closed = False
+            if self._thread is None and not self._closed:
                 self._thread = threading.Thread(
                     target=self._watch, name="sdk-deadline", daemon=True
                 )
@@ -78,7 +78,7 @@ class Deadline:
             self._cond.notify()
 
     def close(self) -> None:
-        """End the thread (idempotent); ``passed`` stays as it is."""
+        """End the thread for good (idempotent); ``passed`` stays as it is."""
         with self._cond:
             thread, self._thread = self._thread, None
             self._closed = True
