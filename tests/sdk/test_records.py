@@ -10,6 +10,7 @@ import gc
 import pickle
 import random
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -130,18 +131,24 @@ def test_a_failing_message_method_propagates(core: Core) -> None:
         last([Broken("t", 0, 0)], {})
 
 
-@pytest.mark.parametrize("kind", ["stand-in", "confluent_kafka.Message"])
-def test_last_positions_keeps_each_partitions_last_offset_plus_one(core: Core, kind: str) -> None:
-    _, _, last = core
+def _batches(kind: str, topics: list[str], seed: int) -> Iterator[list[Any]]:
+    """200 batches of 0-39 messages of ``topics`` (3 partitions each), offsets with gaps."""
     make: Any = _Message if kind == "stand-in" else _real_message
-    rng = random.Random(7)
+    rng = random.Random(seed)
     for _ in range(200):
         next_offset: dict[tuple[str, int], int] = collections.defaultdict(int)
         msgs = []
         for _ in range(rng.randrange(0, 40)):
-            tp = (rng.choice(["a", "b", "bb"]), rng.randrange(3))
+            tp = (rng.choice(topics), rng.randrange(3))
             next_offset[tp] += rng.randrange(1, 4)  # gaps, as compaction and markers leave
             msgs.append(make(tp[0], tp[1], next_offset[tp]))
+        yield msgs
+
+
+@pytest.mark.parametrize("kind", ["stand-in", "confluent_kafka.Message"])
+def test_last_positions_keeps_each_partitions_last_offset_plus_one(core: Core, kind: str) -> None:
+    _, _, last = core
+    for msgs in _batches(kind, ["a", "b", "bb"], seed=7):
         expected = {("z", 9): 5}
         for m in msgs:
             expected[(m.topic(), m.partition())] = m.offset() + 1
@@ -157,15 +164,7 @@ def test_last_positions_keeps_each_partitions_last_offset_plus_one(core: Core, k
 def test_last_positions_of_one_topic_are_those_of_the_general_walk(core: Core, kind: str) -> None:
     """``topic`` given (a subscription to that topic alone): the same positions."""
     _, _, last = core
-    make: Any = _Message if kind == "stand-in" else _real_message
-    rng = random.Random(11)
-    for _ in range(200):
-        next_offset: dict[int, int] = collections.defaultdict(int)
-        msgs = []
-        for _ in range(rng.randrange(0, 40)):
-            partition = rng.randrange(4)
-            next_offset[partition] += rng.randrange(1, 4)
-            msgs.append(make("orders", partition, next_offset[partition]))
+    for msgs in _batches(kind, ["orders"], seed=11):
         general = {("orders", 9): 5, ("z", 0): 1}
         last(msgs, general)
         by_partition = {("orders", 9): 5, ("z", 0): 1}  # those not in the batch are kept
